@@ -57,7 +57,8 @@ given back at once) and made then without asking again (asked again if this proc
 holds it more than ``BOOKED_GRACE`` past its booking, timed from when the reservation returned: a
 slow database neither lapses it on arrival nor lets it go before the moment booked). A booking not
 used (its write cancelled or out of time, or held past its booking here: another write went first,
-the channel was penalised) is given back: it stops counting there once this process next asks
+the channel was penalised) is given back: it stops counting there with this process's next
+reservation, which the give-back asks for, alone when nothing else asks
 (:meth:`~storage.WriteWindows.given_back`). Urgent writes waiting in a channel whose window here
 has room for all of them ask for their turns there together (one transaction for many,
 :class:`~storage.queries.grouped.Grouped`), not each after the one before it was granted, and each

@@ -10,9 +10,14 @@ does not count writes itself: :attr:`~storage.WriteWindow.held`) a row counts fo
 window's length from its grant, and no finish is told. A write counted but then not made (a booking
 not used, a grant given back: :meth:`WriteWindows.given_back`; a reservation whose writer was
 cancelled while it ran) stops counting: its rows are deleted. Those finishes and give-backs go
-into the writer's next reservation transaction (no transaction of their own; when it fails, into
-the one after it: telling one twice changes nothing): until then, or when the writer stops, the
-row keeps its first end.
+into the writer's next reservation transaction (when it fails, into the one after it: telling
+one twice changes nothing). A finish has no transaction of its own (until told, its row counts
+at most the allowance longer). A give-back asks for that next transaction itself (:data:`TELL`,
+a reservation of no write): it joins the reservations gathering or asked while one runs, and
+when the process asks for none (its writer was cancelled and nothing else writes) it is a small
+transaction of its own, so a row given back — a booking, often seconds ahead — stops counting a
+gather and a transaction later, not at its end, while the other processes wait for its room.
+When the writer stops, a row not yet told keeps its first end.
 
 A reservation locks each window's key for its transaction (in key order, so two reservations
 cannot deadlock), tells the finishes, counts the rows still counting, and inserts one per window
@@ -32,19 +37,22 @@ each asking again every time another one went first.
 
 from __future__ import annotations
 
+import asyncio
 import functools
 import itertools
+import logging
 import secrets
 from collections import Counter
 from collections.abc import Sequence
 from dataclasses import dataclass, replace
 from typing import Final
 
+from storage.errors import StorageError
 from storage.queries.base import Clock
 from storage.queries.grouped import GATHER, Grouped
 from storage.records.platforms import WriteBooking, WriteWindow
 from storage.sql.dialect import marks
-from storage.sql.session import Database, Session
+from storage.sql.session import Database, Session, Values
 
 ALLOWANCE = 0.5
 """Seconds a write keeps counting past its window, for the request to reach the platform."""
@@ -67,9 +75,15 @@ SQL_GIVEN_BACK: Final = "DELETE FROM write_slots WHERE key = ? AND slot = ? AND 
 """Only rows still counting, as ``SQL_FINISHED``."""
 SQL_PRUNE: Final = "DELETE FROM write_slots WHERE until < ?"
 
+log = logging.getLogger("genbot.storage")
 
 Reservation = tuple[Sequence[WriteWindow], float, float]
 """The windows one write counts in, its spacing, and how far ahead it may be booked."""
+TELL: Final[Reservation] = ((), 0.0, 0.0)
+"""A reservation of no write: the finishes and give-backs told since the last transaction, sent
+with the reservations it joins or, alone, in a transaction of their own."""
+TOLD: Final = WriteBooking(0.0, False)
+""":data:`TELL`'s answer."""
 Finish = tuple[float, str, int, float]
 """A finished write's row: its new ``until``, its key and slot, and the time of the finish."""
 
@@ -89,6 +103,8 @@ class WriteWindows:
         self._open: dict[int, tuple[float, list[WriteWindow]]] = {}
         self._finishes: list[Finish] = []
         self._given_back: list[tuple[str, int]] = []
+        self._telling = False
+        self._tells: set[asyncio.Task[None]] = set()
 
     async def reserve_writes(
         self, windows: Sequence[WriteWindow], *, spacing: float = 0.0
@@ -126,11 +142,34 @@ class WriteWindows:
 
     def given_back(self, slot: int) -> None:
         """The write counted in ``slot`` will not be made: it stops counting (its rows are
-        deleted, not finished), told in this process's next reservation. Idempotent; a no-op
-        once :meth:`finished` was told."""
+        deleted, not finished), told in this process's next reservation, which it asks for
+        (alone, a transaction of its own: see the module docstring). Idempotent; a no-op once
+        :meth:`finished` was told."""
         opened = self._open.pop(slot, None)
         if opened is not None:
             self._given_back.extend((window.key, slot) for window in opened[1])
+            self._tell()
+
+    def _tell(self) -> None:
+        """Ask for a transaction to tell what was told (:data:`TELL`), unless one is asked
+        already and has not started."""
+        if self._telling:
+            return
+        try:
+            task = asyncio.get_running_loop().create_task(self._send_told())
+        except RuntimeError:
+            return
+        self._telling = True
+        self._tells.add(task)
+        task.add_done_callback(self._tells.discard)
+
+    async def _send_told(self) -> None:
+        try:
+            await self._reservations(TELL)
+        except StorageError as error:
+            log.warning("write slots given back not told, the next reservation tells: %s", error)
+        finally:
+            self._telling = False
 
     @functools.cached_property
     def _reservations(self) -> Grouped[Reservation, WriteBooking]:
@@ -145,28 +184,35 @@ class WriteWindows:
     async def _reserve_together(self, batch: Sequence[Reservation]) -> list[WriteBooking]:
         """One transaction for ``batch``, after the finishes and give-backs told since the last
         one that ran (a failed one's are told again): each reservation, in turn, fits (0) in
-        what is counted and what the ones before it took, is booked for when it may go, or waits
-        (nothing taken). Each answer's wait counts from the transaction's return (its own time,
-        the lock's included, is taken off)."""
+        what is counted and what the ones before it took, is booked for when it may go, or
+        waits (nothing taken). Each answer's wait counts from the transaction's return
+        (its own time, the lock's included, is taken off). A batch of :data:`TELL` alone with
+        nothing to tell makes no transaction."""
         lock = self.db.dialect.transaction_lock
         assert lock is not None
         now = self.clock()
         finishes, self._finishes = self._finishes, []
         given_back, self._given_back = self._given_back, []
-        keys = sorted({window.key for windows, _, _ in batch for window in windows})
-        self._reserved_since_prune += len(batch)
+        self._telling = False
+        asked = [n for n, (windows, *_) in enumerate(batch) if windows]
+        told: list[tuple[str, Values]] = [(SQL_FINISHED, finish) for finish in finishes]
+        told += [(SQL_GIVEN_BACK, (*row, now)) for row in given_back]
+        if not asked and not told:
+            return [TOLD] * len(batch)
+        keys = sorted({window.key for windows, *_ in batch for window in windows})
+        self._reserved_since_prune += len(asked)
         prune = self._reserved_since_prune >= PRUNE_EVERY
         if prune:
             self._reserved_since_prune = 0
             self._open = {n: o for n, o in self._open.items() if o[0] > now - OPEN_FOR}
 
         async def work(tx: Session) -> list[WriteBooking]:
-            *_, rows = await tx.fetch_each(
-                [(lock, (f"genbot.writes.{key}",)) for key in keys]
-                + [(SQL_FINISHED, finish) for finish in finishes]
-                + [(SQL_GIVEN_BACK, (*row, now)) for row in given_back]
-                + [(SQL_COUNTING.format(marks(len(keys))), (*keys, now))]
-            )
+            locks: list[tuple[str, Values]] = [(lock, (f"genbot.writes.{key}",)) for key in keys]
+            counting: list[tuple[str, Values]] = []
+            if keys:
+                counting.append((SQL_COUNTING.format(marks(len(keys))), (*keys, now)))
+            found = await tx.fetch_each(locks + told + counting)
+            rows = found[-1] if keys else []
             counted: Counter[str] = Counter()
             last: dict[str, float] = {}
             ends: dict[str, list[float]] = {}
@@ -178,8 +224,9 @@ class WriteWindows:
             taken: Counter[str] = Counter()
             spend: list[tuple[str, float, float, int]] = []
             opened: dict[int, tuple[float, list[WriteWindow]]] = {}
-            answers = []
-            for windows, spacing, within in batch:
+            answers = [TOLD] * len(batch)
+            for n in asked:
+                windows, spacing, within = batch[n]
                 room, exact = 0.0, True
                 for window in windows:
                     stored = counted.get(window.key, 0)
@@ -193,7 +240,7 @@ class WriteWindows:
                 spaced = first + spacing - now if spacing > 0 and first is not None else 0.0
                 wait = max(room, spaced, 0.0)
                 if wait > 0 and not (exact and wait <= within):
-                    answers.append(WriteBooking(wait, False))
+                    answers[n] = WriteBooking(wait, False)
                     continue
                 at, slot = now + wait, next(self._slots)
                 for window in windows:
@@ -201,7 +248,7 @@ class WriteWindows:
                     last[window.key] = max(last.get(window.key, at), at)
                     spend.append((window.key, at, at + window.seconds + _allowance(window), slot))
                 opened[slot] = (at, list(windows))
-                answers.append(WriteBooking(wait, True, slot))
+                answers[n] = WriteBooking(wait, True, slot)
             await tx.fetch_each(
                 [(SQL_SPEND, row) for row in spend] + ([(SQL_PRUNE, (now,))] if prune else [])
             )

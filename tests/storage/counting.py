@@ -112,6 +112,8 @@ class CountingDatabase:
         self.trips: list[Trip] = []
         self.began = asyncio.Event()
         """Set once a round trip is recorded (a transaction: when it begins)."""
+        self.committed = asyncio.Event()
+        """Set once a transaction committed."""
         self.where = inner.where
         self.closed = inner.closed
 
@@ -162,9 +164,11 @@ class CountingDatabase:
         self, work: Callable[[Session], Awaitable[T]], *, repeatable: bool = False
     ) -> T:
         trip = self._record(Trip())
-        return await self.inner.transaction(
+        answer = await self.inner.transaction(
             lambda session: work(_CountingSession(session, trip)), repeatable=repeatable
         )
+        self.committed.set()
+        return answer
 
     def lock(self, key: str | int, *, wait: float, name: str) -> AbstractAsyncContextManager[None]:
         return self.inner.lock(key, wait=wait, name=name)

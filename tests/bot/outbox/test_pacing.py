@@ -1201,25 +1201,38 @@ async def after_anothers_write(
         yield ours, other, Sleeps(clock)
 
 
-async def test_a_write_cancelled_after_its_booking_gives_its_shared_turn_back(
+async def test_a_write_cancelled_after_its_booking_gives_its_shared_turn_back_at_once(
     postgres: PostgresCluster,
 ) -> None:
-    """A paced write booked for its turn after another process's write, then cancelled before
-    it (its stream stopped, its deadline), stops counting in the shared windows once this process
-    next asks: the other process's next write gets the room at once (it used to count for its
-    window and half a second more)."""
-    async with after_anothers_write(postgres) as (ours, other, sleeps):
+    """A paced write booked a second ahead, for its turn after another process's four writes
+    into a Discord-like channel, then cancelled before it (its stream stopped, its deadline),
+    stops counting in the shared windows though this process asks for nothing more: the other
+    process's next write fits at once. Its give-back used to wait for this process's next
+    reservation: the other process's write then waited 5.42 s, until its own first write
+    stopped counting, where the booking itself held the room 1 s."""
+    url = postgres.create_schema()
+    clock = ManualClock()
+    async with (
+        await PostgresStore.open(url, clock=clock) as ours,
+        await PostgresStore.open(url, clock=clock) as other,
+    ):
+        channel = WriteWindow(SHARED_KEY, 5, 5.0 + pacing.DEFAULT_MARGIN)
+        for _ in range(4):
+            assert await other.write_windows.reserve_writes([channel]) == 0.0
+        sleeps = Sleeps(clock)
         pacer = Pacer(sleeps.clock, shared=ours.write_windows)
-        write = asyncio.create_task(pacer.acquire(PLACE, SHARED_PROFILE, urgent=False, hold=True))
-        assert await sleeps.asleep() == pytest.approx(0.05), "booked, spaced after the other's"
+        write = asyncio.create_task(pacer.acquire(PLACE, DISCORD, urgent=False, hold=True))
+        assert await sleeps.asleep() == pytest.approx(1.0), "booked, spaced after the other's"
+        counting = counted(ours)
         write.cancel()
         with pytest.raises(asyncio.CancelledError):
             await write
+        clock.advance(0.1)
+        async with asyncio.timeout(5):
+            await counting.committed.wait()
 
-        elsewhere = Place("fake", "w1", "c2")
-        pacer.finish(await pacer.acquire(elsewhere, SHARED_PROFILE, urgent=True, hold=True))
-
-        assert await other.write_windows.reserve_writes([shared_window(2)]) == 0.0
+        assert await other.write_windows.reserve_writes([channel]) == 0.0
+        assert len(counting.trips) == 1, "one transaction: the give-back"
 
 
 async def test_a_booking_that_lapsed_is_given_back_when_the_write_asks_again(
@@ -1242,18 +1255,18 @@ async def test_a_booking_its_penalised_channel_cannot_use_is_given_back_at_once(
     postgres: PostgresCluster,
 ) -> None:
     """A write booked for its turn whose channel is then held for a retry-after longer than its
-    booking gives the booking back when it wakes for it, not when the hold ends: this process's
-    next reservation (here another channel's write) tells it."""
+    booking gives the booking back when it wakes for it, not when the hold ends: told at once,
+    in a transaction of its own, as the write waits out the hold."""
     async with after_anothers_write(postgres) as (ours, other, sleeps):
         pacer = Pacer(sleeps.clock, shared=ours.write_windows)
         write = asyncio.create_task(pacer.acquire(PLACE, SHARED_PROFILE, urgent=False, hold=True))
         await sleeps.asleep()
+        counting = counted(ours)
         pacer.penalize(PLACE, SHARED_PROFILE, retry_after=2.0)
         await sleeps.wake()
         assert await sleeps.asleep() > 1.0, "held for the retry-after"
-
-        elsewhere = Place("fake", "w1", "c2")
-        pacer.finish(await pacer.acquire(elsewhere, SHARED_PROFILE, urgent=True, hold=True))
+        async with asyncio.timeout(5):
+            await counting.committed.wait()
 
         assert await other.write_windows.reserve_writes([shared_window(2)]) == 0.0
         write.cancel()

@@ -292,39 +292,75 @@ async def test_a_write_in_a_window_not_held_counts_its_window_from_its_grant(url
         assert await other.write_windows.reserve_writes([advertised]) == pytest.approx(0.7)
 
 
-async def test_a_booked_write_given_back_stops_counting_once_its_writer_asks_again(
+async def test_a_booked_write_given_back_stops_counting_though_its_writer_asks_nothing_more(
     url: str,
 ) -> None:
     """A write booked for its turn and then not made is deleted, not finished (a finish would
-    count it a whole window from then): told in its writer's next reservation, without a
-    transaction of its own, it leaves the room it had taken, its spacing included."""
+    count it a whole window from then): it leaves the room it had taken, its spacing included.
+    Its process asking for nothing more (its writer was cancelled, nothing else writes), the
+    give-back goes in a small transaction of its own: told only in a next reservation, it
+    counted until its end while other processes waited for its room."""
     clock = ManualClock()
     async with (
         await PostgresStore.open(url, clock=clock) as ours,
         await PostgresStore.open(url, clock=clock) as other,
     ):
-        elsewhere = WriteWindow("discord/g1/c2", capacity=3, seconds=5.0)
         assert await other.write_windows.reserve_writes([CHANNEL]) == 0.0
         booking = await ours.write_windows.book_writes([CHANNEL], spacing=1.0, within=2.0)
         assert booking.counted and booking.slot is not None
-        trips = counted(ours).trips
+        assert await other.write_windows.reserve_writes([CHANNEL], spacing=1.0) == pytest.approx(
+            2.0
+        ), "spaced after the booked write"
+        counting = counted(ours)
         ours.write_windows.given_back(booking.slot)
         ours.write_windows.given_back(booking.slot)
         ours.write_windows.finished(booking.slot)
-        assert trips == [], "told with the next reservation"
-        assert await other.write_windows.reserve_writes([CHANNEL], spacing=1.0) == pytest.approx(
-            2.0
-        ), "not told yet: spaced after the booked write"
+        async with asyncio.timeout(5):
+            await counting.committed.wait()
 
-        assert await ours.write_windows.reserve_writes([elsewhere]) == 0.0
-        assert len(trips) == 1
-
+        assert [sql for sql, _ in counting.trips[0].statements] == [SQL_GIVEN_BACK]
+        assert counting.trips[0].sends == 1, "the delete alone: no lock, no read"
         assert await other.write_windows.reserve_writes([CHANNEL], spacing=1.0) == pytest.approx(
             1.0
         ), "spaced after the first write only"
         two = WriteWindow(CHANNEL.key, capacity=2, seconds=CHANNEL.seconds)
         clock.advance(1.0)
         assert await other.write_windows.reserve_writes([two]) == 0.0, "room for a second write"
+        assert len(counting.trips) == 1
+
+
+async def test_a_write_given_back_amid_reservations_goes_in_their_transactions(url: str) -> None:
+    """A give-back makes no transaction of its own while its process asks for reservations:
+    told as they gather, it goes in theirs; told while one runs, in the next one, with the
+    reservations asked meanwhile — as many transactions as the reservations alone."""
+    clock = ManualClock()
+    async with await PostgresStore.open(url, clock=clock) as store:
+        windows = [WriteWindow(f"discord/g1/b{n}", capacity=1, seconds=5.0) for n in range(4)]
+        first = [await store.write_windows.book_writes([w]) for w in windows]
+        slots = [booking.slot for booking in first if booking.slot is not None]
+        assert len(slots) == 4
+        full = CHANNEL.seconds + ALLOWANCE
+        counting = counted(store)
+
+        store.write_windows.given_back(slots[0])
+        gathered = await asyncio.gather(
+            *(store.write_windows.book_writes([w], within=10.0) for w in windows[:2])
+        )
+        assert [round(b.wait, 6) for b in gathered] == [0.0, full], "the first's room given back"
+        assert len(counting.trips) == 1
+
+        counting.began.clear()
+        running = asyncio.ensure_future(store.write_windows.reserve_writes([windows[2]]))
+        async with asyncio.timeout(5):
+            await counting.began.wait()
+        store.write_windows.given_back(slots[3])
+        asked = asyncio.ensure_future(store.write_windows.book_writes([windows[3]]))
+        assert await running == pytest.approx(full)
+        booking = await asked
+
+        assert booking.counted and booking.wait == 0.0, "the give-back went before it"
+        assert len(counting.trips) == 3
+        assert SQL_GIVEN_BACK in [sql for sql, _ in counting.trips[2].statements]
 
 
 async def test_finishes_and_give_backs_of_a_failed_reservation_go_in_the_next(url: str) -> None:
@@ -342,8 +378,6 @@ async def test_finishes_and_give_backs_of_a_failed_reservation_go_in_the_next(ur
         given_back = (await ours.write_windows.book_writes([unused])).slot
         assert finished is not None and given_back is not None
         clock.advance(0.1)
-        ours.write_windows.finished(finished)
-        ours.write_windows.given_back(given_back)
         lock = ours.db.dialect.transaction_lock
         assert lock is not None
         key = f"genbot.writes.{elsewhere.key}"
@@ -356,6 +390,8 @@ async def test_finishes_and_give_backs_of_a_failed_reservation_go_in_the_next(ur
 
         held = asyncio.create_task(other.db.transaction(hold))
         await holding.wait()
+        ours.write_windows.finished(finished)
+        ours.write_windows.given_back(given_back)
         failing = asyncio.create_task(ours.write_windows.reserve_writes([elsewhere]))
         await until_waiting_for_lock(url, key)
         await terminate_lock_waiters(url, key)
