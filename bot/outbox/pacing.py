@@ -71,7 +71,10 @@ measured). A turn-away need not come from other processes: this process's own wr
 too, its paced bookings from their reservation (here only from their grant), and rows left by its
 writes before a restart. A window of one at a time costs a write a reservation of its own, made
 once the one before it was granted: k urgent writes take about k reservations (the gather and a
-transaction each) one after another, not one."""
+transaction each) one after another, not one. The reservations this process asks for while one is
+under way go together in one transaction, judged there in :func:`rank` order (a result before a
+stream's edit before a progress edit, whichever asked first): where the shared windows have room
+for only some of them, the writes that go first here get it."""
 
 from __future__ import annotations
 
@@ -611,8 +614,9 @@ class Pacer:
         """Count the write in the windows other processes share (those it counts against
         here, spaced in the first as it is paced here), now or (booked, unless not
         ``book``) after the wait returned, or say how long to wait before asking again (see
-        :meth:`~storage.WriteWindows.book_writes`); without shared windows (or when the
-        database fails) counted at once, without a slot."""
+        :meth:`~storage.WriteWindows.book_writes`; among the reservations asked with it, judged
+        in :func:`rank` order); without shared windows (or when the database fails) counted at
+        once, without a slot."""
         if self._shared is None:
             return UNSHARED
         counting: list[tuple[str, Window]] = []
@@ -635,7 +639,10 @@ class Pacer:
             within = 0.0
         try:
             return await self._shared.book_writes(
-                windows, spacing=spacing, within=min(within, channel.window.seconds)
+                windows,
+                spacing=spacing,
+                within=min(within, channel.window.seconds),
+                rank=rank(ticket, now),
             )
         except StorageError as error:
             log.warning("shared write windows unavailable, this process's own applies: %s", error)

@@ -23,8 +23,11 @@ A reservation locks each window's key for its transaction (in key order, so two 
 cannot deadlock), tells the finishes, counts the rows still counting, and inserts one per window
 only if every window has room. The reservations a process asks for while one is under way go
 together in one transaction (:class:`~storage.queries.grouped.Grouped`), each judged after the
-ones before it. Expired rows are deleted now and then, in the same round trip as a reservation's
-inserts. Where the database has one process, its own pacing suffices: nothing is counted here.
+ones ranked before it (its writer's ``rank``: a result before a stream's edit before a
+progress edit, whichever asked first), so that where the windows have room for only some, the
+writes that go first in the process get it. Expired rows are deleted now and then, in the same
+round trip as a reservation's inserts. Where the database has one process, its own pacing
+suffices: nothing is counted here.
 
 A write that must wait for its spacing from the channel's previous write (another process's,
 often) or for a counted write to stop counting can be booked (:meth:`WriteWindows.book_writes`):
@@ -41,6 +44,7 @@ import asyncio
 import functools
 import itertools
 import logging
+import math
 import secrets
 from collections import Counter
 from collections.abc import Sequence
@@ -77,9 +81,13 @@ SQL_PRUNE: Final = "DELETE FROM write_slots WHERE until < ?"
 
 log = logging.getLogger("genbot.storage")
 
-Reservation = tuple[Sequence[WriteWindow], float, float]
-"""The windows one write counts in, its spacing, and how far ahead it may be booked."""
-TELL: Final[Reservation] = ((), 0.0, 0.0)
+Rank = tuple[float, ...]
+"""A write's rank in its process: of the reservations judged in one transaction, lower first."""
+UNRANKED: Final[Rank] = (math.inf,)
+"""The rank of a reservation asked without one: after every ranked one."""
+Reservation = tuple[Sequence[WriteWindow], float, float, Rank]
+"""The windows one write counts in, its spacing, how far ahead it may be booked, and its rank."""
+TELL: Final[Reservation] = ((), 0.0, 0.0, UNRANKED)
 """A reservation of no write: the finishes and give-backs told since the last transaction, sent
 with the reservations it joins or, alone, in a transaction of their own."""
 TOLD: Final = WriteBooking(0.0, False)
@@ -117,16 +125,23 @@ class WriteWindows:
         return booking.wait
 
     async def book_writes(
-        self, windows: Sequence[WriteWindow], *, spacing: float = 0.0, within: float = 0.0
+        self,
+        windows: Sequence[WriteWindow],
+        *,
+        spacing: float = 0.0,
+        within: float = 0.0,
+        rank: Rank = UNRANKED,
     ) -> WriteBooking:
         """:meth:`reserve_writes`, but a write that may go within ``within`` seconds (for its
         spacing, or when counted writes stop counting) is counted now for that moment (booked):
         the answer says how many seconds to wait and whether the write was counted (then it is
         made after that wait, without asking again; else it is asked again after it). Counted
-        immediately, without a slot, where the database has one process."""
+        immediately, without a slot, where the database has one process. ``rank``: the write's
+        among this process's (lower first), which orders the reservations judged together;
+        equal ranks in the order asked."""
         if not windows or self.db.dialect.transaction_lock is None:
             return WriteBooking(0.0, True)
-        return await self._reservations((windows, spacing, within))
+        return await self._reservations((windows, spacing, within, rank))
 
     def finished(self, slot: int) -> None:
         """The call of the write counted in ``slot`` returned (or failed): from now on it
@@ -183,9 +198,9 @@ class WriteWindows:
 
     async def _reserve_together(self, batch: Sequence[Reservation]) -> list[WriteBooking]:
         """One transaction for ``batch``, after the finishes and give-backs told since the last
-        one that ran (a failed one's are told again): each reservation, in turn, fits (0) in
-        what is counted and what the ones before it took, is booked for when it may go, or
-        waits (nothing taken). Each answer's wait counts from the transaction's return
+        one that ran (a failed one's are told again): each reservation, in rank order, fits (0)
+        in what is counted and what the ones ranked before it took, is booked for when it may
+        go, or waits (nothing taken). Each answer's wait counts from the transaction's return
         (its own time, the lock's included, is taken off). A batch of :data:`TELL` alone with
         nothing to tell makes no transaction."""
         lock = self.db.dialect.transaction_lock
@@ -194,7 +209,9 @@ class WriteWindows:
         finishes, self._finishes = self._finishes, []
         given_back, self._given_back = self._given_back, []
         self._telling = False
-        asked = [n for n, (windows, *_) in enumerate(batch) if windows]
+        asked = sorted(
+            (n for n, (windows, *_) in enumerate(batch) if windows), key=lambda n: batch[n][3]
+        )
         told: list[tuple[str, Values]] = [(SQL_FINISHED, finish) for finish in finishes]
         told += [(SQL_GIVEN_BACK, (*row, now)) for row in given_back]
         if not asked and not told:
@@ -226,7 +243,7 @@ class WriteWindows:
             opened: dict[int, tuple[float, list[WriteWindow]]] = {}
             answers = [TOLD] * len(batch)
             for n in asked:
-                windows, spacing, within = batch[n]
+                windows, spacing, within, _ = batch[n]
                 room, exact = 0.0, True
                 for window in windows:
                     stored = counted.get(window.key, 0)

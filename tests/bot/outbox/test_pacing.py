@@ -36,12 +36,14 @@ from bot.outbox.windows import Demand, StreamDemand, Ticket
 from storage import SqliteStore, WriteBooking, WriteWindow, WriteWindows
 from storage.postgres import PostgresStore
 from storage.queries import write_windows
+from storage.queries.write_windows import UNRANKED, Rank
 from tests.bot.features.chat.rendering import render_stream
 from tests.fakes.clock import FakeClock
 from tests.fakes.surface import RateLimitingSurface
 from tests.postgres import PostgresCluster
 from tests.storage.conftest import START, ManualClock
 from tests.storage.counting import counted
+from tests.storage.helpers import LONG_GATHER
 
 PLACE = Place("fake", "w1", "c1")
 DISCORD = PlatformProfile(max_text=2000, edits_per_window_per_channel=5, edit_window_seconds=5.0)
@@ -760,11 +762,16 @@ class AskedAt(WriteWindows):
         self._taking = taking
 
     async def book_writes(
-        self, windows: Sequence[WriteWindow], *, spacing: float = 0.0, within: float = 0.0
+        self,
+        windows: Sequence[WriteWindow],
+        *,
+        spacing: float = 0.0,
+        within: float = 0.0,
+        rank: Rank = UNRANKED,
     ) -> WriteBooking:
         self.asked.append(self._fake.monotonic())
         await self._fake.sleep(self._taking)
-        return await super().book_writes(windows, spacing=spacing, within=within)
+        return await super().book_writes(windows, spacing=spacing, within=within, rank=rank)
 
 
 class BookedLater(AskedAt):
@@ -775,9 +782,14 @@ class BookedLater(AskedAt):
         self._later = later
 
     async def book_writes(
-        self, windows: Sequence[WriteWindow], *, spacing: float = 0.0, within: float = 0.0
+        self,
+        windows: Sequence[WriteWindow],
+        *,
+        spacing: float = 0.0,
+        within: float = 0.0,
+        rank: Rank = UNRANKED,
     ) -> WriteBooking:
-        await super().book_writes(windows, spacing=spacing, within=within)
+        await super().book_writes(windows, spacing=spacing, within=within, rank=rank)
         return WriteBooking(self._later, True)
 
 
@@ -872,9 +884,14 @@ class FullUntil(AskedAt):
         self._until = until
 
     async def book_writes(
-        self, windows: Sequence[WriteWindow], *, spacing: float = 0.0, within: float = 0.0
+        self,
+        windows: Sequence[WriteWindow],
+        *,
+        spacing: float = 0.0,
+        within: float = 0.0,
+        rank: Rank = UNRANKED,
     ) -> WriteBooking:
-        booking = await super().book_writes(windows, spacing=spacing, within=within)
+        booking = await super().book_writes(windows, spacing=spacing, within=within, rank=rank)
         left = self._until - self._fake.monotonic()
         return WriteBooking(left, False) if left > 0 else booking
 
@@ -910,9 +927,14 @@ class TurnedAwayTogether(AskedAt):
         self.together: list[float] = []
 
     async def book_writes(
-        self, windows: Sequence[WriteWindow], *, spacing: float = 0.0, within: float = 0.0
+        self,
+        windows: Sequence[WriteWindow],
+        *,
+        spacing: float = 0.0,
+        within: float = 0.0,
+        rank: Rank = UNRANKED,
     ) -> WriteBooking:
-        booking = await super().book_writes(windows, spacing=spacing, within=within)
+        booking = await super().book_writes(windows, spacing=spacing, within=within, rank=rank)
         if self._fake.monotonic() >= self._until:
             return booking
         if within > 0:
@@ -1201,6 +1223,28 @@ async def after_anothers_write(
         yield ours, other, Sleeps(clock)
 
 
+DISCORD_SHARED = WriteWindow(SHARED_KEY, 5, 5.0 + pacing.DEFAULT_MARGIN)
+"""``PLACE``'s shared window under ``DISCORD``."""
+
+
+@asynccontextmanager
+async def after_anothers_four_writes(
+    postgres: PostgresCluster,
+) -> AsyncIterator[tuple[PostgresStore, PostgresStore, ManualClock]]:
+    """Two processes' stores on one database, just after the other process wrote four times
+    into ``PLACE``'s shared window under ``DISCORD`` (one write free there): ours, the
+    other's, the clock."""
+    url = postgres.create_schema()
+    clock = ManualClock()
+    async with (
+        await PostgresStore.open(url, clock=clock) as ours,
+        await PostgresStore.open(url, clock=clock) as other,
+    ):
+        for _ in range(4):
+            assert await other.write_windows.reserve_writes([DISCORD_SHARED]) == 0.0
+        yield ours, other, clock
+
+
 async def test_a_write_cancelled_after_its_booking_gives_its_shared_turn_back_at_once(
     postgres: PostgresCluster,
 ) -> None:
@@ -1210,15 +1254,7 @@ async def test_a_write_cancelled_after_its_booking_gives_its_shared_turn_back_at
     process's next write fits at once. Its give-back used to wait for this process's next
     reservation: the other process's write then waited 5.42 s, until its own first write
     stopped counting, where the booking itself held the room 1 s."""
-    url = postgres.create_schema()
-    clock = ManualClock()
-    async with (
-        await PostgresStore.open(url, clock=clock) as ours,
-        await PostgresStore.open(url, clock=clock) as other,
-    ):
-        channel = WriteWindow(SHARED_KEY, 5, 5.0 + pacing.DEFAULT_MARGIN)
-        for _ in range(4):
-            assert await other.write_windows.reserve_writes([channel]) == 0.0
+    async with after_anothers_four_writes(postgres) as (ours, other, clock):
         sleeps = Sleeps(clock)
         pacer = Pacer(sleeps.clock, shared=ours.write_windows)
         write = asyncio.create_task(pacer.acquire(PLACE, DISCORD, urgent=False, hold=True))
@@ -1231,8 +1267,41 @@ async def test_a_write_cancelled_after_its_booking_gives_its_shared_turn_back_at
         async with asyncio.timeout(5):
             await counting.committed.wait()
 
-        assert await other.write_windows.reserve_writes([channel]) == 0.0
+        assert await other.write_windows.reserve_writes([DISCORD_SHARED]) == 0.0
         assert len(counting.trips) == 1, "one transaction: the give-back"
+
+
+async def test_a_result_asked_with_a_stream_edit_takes_the_one_free_shared_write_first(
+    postgres: PostgresCluster, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A stream's edit and a result asked for their shared turns together (one transaction),
+    with one write free there, in that order: the result, which goes first here, is counted at
+    once and the edit booked after it. Judged in the order asked, the edit took the free write
+    (to be made only after the result, here) and the result was booked 3.52 s ahead, until
+    another process's write stopped counting."""
+    monkeypatch.setattr(write_windows, "GATHER", LONG_GATHER)
+    async with after_anothers_four_writes(postgres) as (ours, _, clock):
+        clock.advance(2.0)
+        trips = counted(ours).trips
+        sleeps = Sleeps(clock)
+        pacer = Pacer(sleeps.clock, shared=ours.write_windows)
+        demand = StreamDemand(Demand(unseen=40, since=clock()))
+        edit = asyncio.create_task(
+            pacer.acquire(PLACE, DISCORD, urgent=False, demand=demand, hold=True)
+        )
+        await asyncio.sleep(0)
+        result = asyncio.create_task(pacer.acquire(PLACE, DISCORD, urgent=True, hold=True))
+        try:
+            done, _ = await asyncio.wait([result], timeout=5)
+            assert result in done, "the result was booked ahead, after the edit"
+            assert result.result().stamp.granted == clock()
+            assert await sleeps.asleep() == pytest.approx(3.52), "the edit booked after it"
+            assert len(trips) == 1, "asked together"
+        finally:
+            for task in (edit, result):
+                task.cancel()
+                with contextlib.suppress(asyncio.CancelledError):
+                    await task
 
 
 async def test_a_booking_that_lapsed_is_given_back_when_the_write_asks_again(
@@ -1308,11 +1377,16 @@ class OnTheDatabase(WriteWindows):
         self._fake = clock
 
     async def book_writes(
-        self, windows: Sequence[WriteWindow], *, spacing: float = 0.0, within: float = 0.0
+        self,
+        windows: Sequence[WriteWindow],
+        *,
+        spacing: float = 0.0,
+        within: float = 0.0,
+        rank: Rank = UNRANKED,
     ) -> WriteBooking:
         self.together += within == 0.0
         with self._fake.held():
-            return await super().book_writes(windows, spacing=spacing, within=within)
+            return await super().book_writes(windows, spacing=spacing, within=within, rank=rank)
 
 
 SLACK_LIKE = PlatformProfile(

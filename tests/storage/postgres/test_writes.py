@@ -88,8 +88,12 @@ async def test_a_write_that_waits_for_its_turn_is_booked_for_it(url: str) -> Non
         await PostgresStore.open(url, clock=clock) as second,
     ):
 
-        async def booked(store: PostgresStore, **asked: float) -> tuple[float, bool]:
-            booking = await store.write_windows.book_writes([CHANNEL], **asked)
+        async def booked(
+            store: PostgresStore, *, spacing: float = 0.0, within: float = 0.0
+        ) -> tuple[float, bool]:
+            booking = await store.write_windows.book_writes(
+                [CHANNEL], spacing=spacing, within=within
+            )
             return round(booking.wait, 6), booking.counted
 
         assert await booked(first, spacing=1.0) == (0.0, True)
@@ -361,6 +365,23 @@ async def test_a_write_given_back_amid_reservations_goes_in_their_transactions(u
         assert booking.counted and booking.wait == 0.0, "the give-back went before it"
         assert len(counting.trips) == 3
         assert SQL_GIVEN_BACK in [sql for sql, _ in counting.trips[2].statements]
+
+
+async def test_reservations_asked_together_are_judged_in_rank_order(url: str) -> None:
+    """Of the reservations asked while one is under way, those ranked first (a result before a
+    progress edit, whichever asked first; a reservation of no rank last) take the room there
+    is; the answers come back to their askers."""
+    clock = ManualClock()
+    async with await PostgresStore.open(url, clock=clock) as store:
+        two = WriteWindow("discord/g1/c9", capacity=2, seconds=5.0)
+        assert await store.write_windows.reserve_writes([two]) == 0.0
+        answers = await asyncio.gather(
+            store.write_windows.book_writes([two]),
+            store.write_windows.book_writes([two], rank=(2, 0.0, 0)),
+            store.write_windows.book_writes([two], rank=(0, 0.0, 1)),
+        )
+        assert [a.counted for a in answers] == [False, False, True]
+        assert answers[2].wait == 0.0
 
 
 async def test_finishes_and_give_backs_of_a_failed_reservation_go_in_the_next(url: str) -> None:
