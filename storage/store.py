@@ -93,7 +93,10 @@ class Store:
 
     async def close(self) -> None:
         """Finish the calls under way, then release the database; closing twice is harmless
-        and any call after closing raises :class:`storage.StoreClosedError`."""
+        and any call after closing raises :class:`storage.StoreClosedError`. The write slots
+        given back are told first (for a bounded time)."""
+        if not self.db.closed:
+            await self.write_windows.tell_given_back()
         await self.db.close()
 
     async def __aenter__(self) -> Self:

@@ -17,7 +17,8 @@ a reservation of no write): it joins the reservations gathering or asked while o
 when the process asks for none (its writer was cancelled and nothing else writes) it is a small
 transaction of its own, so a row given back — a booking, often seconds ahead — stops counting a
 gather and a transaction later, not at its end, while the other processes wait for its room.
-When the writer stops, a row not yet told keeps its first end.
+A store closing tells its give-backs first (:meth:`WriteWindows.tell_given_back`); when the
+writer stops otherwise, a row not yet told keeps its first end.
 
 A reservation locks each window's key for its transaction (in key order, so two reservations
 cannot deadlock), tells the finishes, counts the rows still counting, and inserts one per window
@@ -92,6 +93,8 @@ TELL: Final[Reservation] = ((), 0.0, 0.0, UNRANKED)
 with the reservations it joins or, alone, in a transaction of their own."""
 TOLD: Final = WriteBooking(0.0, False)
 """:data:`TELL`'s answer."""
+TELL_AT_CLOSE: Final = 2.0
+"""Seconds :meth:`WriteWindows.tell_given_back` waits for the give-backs to be told."""
 Finish = tuple[float, str, int, float]
 """A finished write's row: its new ``until``, its key and slot, and the time of the finish."""
 
@@ -164,6 +167,15 @@ class WriteWindows:
         if opened is not None:
             self._given_back.extend((window.key, slot) for window in opened[1])
             self._tell()
+
+    async def tell_given_back(self, within: float = TELL_AT_CLOSE) -> None:
+        """Tell the give-backs not told yet, waiting at most ``within`` seconds for their
+        transaction (before the database closes: the rows given back would count to their
+        end for the other processes)."""
+        if self._given_back:
+            self._tell()
+        if self._tells:
+            await asyncio.wait(set(self._tells), timeout=within)
 
     def _tell(self) -> None:
         """Ask for a transaction to tell what was told (:data:`TELL`), unless one is asked

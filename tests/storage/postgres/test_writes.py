@@ -428,6 +428,21 @@ async def test_finishes_and_give_backs_of_a_failed_reservation_go_in_the_next(ur
         assert await other.write_windows.reserve_writes([unused]) == 0.0, "given back"
 
 
+async def test_a_store_closing_tells_its_give_backs_first(url: str) -> None:
+    """A write given back just before its process stops (its writer cancelled at shutdown) is
+    told before the database closes; else its row counts to its end for the other processes."""
+    clock = ManualClock()
+    async with await PostgresStore.open(url, clock=clock) as other:
+        ours = await PostgresStore.open(url, clock=clock)
+        one = WriteWindow("discord/g1/r3", capacity=1, seconds=5.0)
+        slot = (await ours.write_windows.book_writes([one])).slot
+        assert slot is not None
+        ours.write_windows.given_back(slot)
+        await ours.close()
+
+        assert await other.write_windows.reserve_writes([one]) == 0.0
+
+
 async def test_a_reservation_whose_writer_was_cancelled_while_it_ran_is_given_back(
     url: str,
 ) -> None:
