@@ -213,8 +213,8 @@ class WriteWindows:
         one that ran (a failed one's are told again): each reservation, in rank order, fits (0)
         in what is counted and what the ones ranked before it took, is booked for when it may
         go, or waits (nothing taken). Each answer's wait counts from the transaction's return
-        (its own time, the lock's included, is taken off). A batch of :data:`TELL` alone with
-        nothing to tell makes no transaction."""
+        (its own time, the lock's included, is taken off). A batch of :data:`TELL` alone with no
+        give-back to tell makes no transaction (its finishes wait for the next reservation)."""
         lock = self.db.dialect.transaction_lock
         assert lock is not None
         now = self.clock()
@@ -226,7 +226,8 @@ class WriteWindows:
         )
         told: list[tuple[str, Values]] = [(SQL_FINISHED, finish) for finish in finishes]
         told += [(SQL_GIVEN_BACK, (*row, now)) for row in given_back]
-        if not asked and not told:
+        if not asked and not given_back:
+            self._finishes[:0] = finishes
             return [TOLD] * len(batch)
         keys = sorted({window.key for windows, *_ in batch for window in windows})
         self._reserved_since_prune += len(asked)

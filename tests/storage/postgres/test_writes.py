@@ -367,6 +367,39 @@ async def test_a_write_given_back_amid_reservations_goes_in_their_transactions(u
         assert SQL_GIVEN_BACK in [sql for sql, _ in counting.trips[2].statements]
 
 
+async def test_a_give_back_carried_by_a_reservation_leaves_no_transaction_for_finishes_alone(
+    url: str,
+) -> None:
+    """A writer cancelled while its reservation ran gives its slot back, and the reservation
+    asked meanwhile carries it. The transaction the give-back asked for then finds only a
+    finish told since: it makes no transaction (a finish has none of its own; a burst with one
+    cancelled writer would gain one), and the finish goes in the next reservation."""
+    clock = ManualClock()
+    async with await PostgresStore.open(url, clock=clock) as store:
+        windows = [WriteWindow(f"discord/g1/t{n}", capacity=5, seconds=5.0) for n in range(3)]
+        done = (await store.write_windows.book_writes([windows[0]])).slot
+        assert done is not None
+        counting = counted(store)
+        cancelled = asyncio.ensure_future(store.write_windows.book_writes([windows[1]]))
+        async with asyncio.timeout(5):
+            await counting.began.wait()
+        asked = asyncio.ensure_future(store.write_windows.book_writes([windows[2]]))
+        await after_turns(1)
+        cancelled.cancel()
+        counting.began.clear()
+        async with asyncio.timeout(5):
+            await counting.began.wait()
+        store.write_windows.finished(done)
+        assert (await asked).counted
+        await store.write_windows.tell_given_back()
+
+        trips = [[sql for sql, _ in trip.statements] for trip in counting.trips]
+        assert len(trips) == 2, trips
+        assert SQL_GIVEN_BACK in trips[1] and SQL_FINISHED not in trips[1]
+        assert await store.write_windows.reserve_writes([windows[1]]) == 0.0
+        assert SQL_FINISHED in [sql for sql, _ in counting.trips[2].statements]
+
+
 async def test_reservations_asked_together_are_judged_in_rank_order(url: str) -> None:
     """Of the reservations asked while one is under way, those ranked first (a result before a
     progress edit, whichever asked first; a reservation of no rank last) take the room there
