@@ -195,6 +195,8 @@ class WriteWindows:
             await self._reservations(TELL)
         except StorageError as error:
             log.warning("write slots given back not told, the next reservation tells: %s", error)
+        except Exception:
+            log.exception("write slots given back not told, the next reservation tells")
         finally:
             self._telling = False
 
@@ -286,7 +288,7 @@ class WriteWindows:
             return answers
 
         try:
-            answers = await self.db.transaction(work)
+            answers = await self.db.transaction(work, repeatable=not asked)
         except BaseException:
             self._finishes[:0] = finishes
             self._given_back[:0] = given_back

@@ -23,8 +23,11 @@ from tests.storage.counting import counted
 from tests.storage.helpers import (
     LONG_GATHER,
     after_turns,
+    holding,
     terminate_lock_waiters,
+    terminate_table_waiters,
     until_waiting_for_lock,
+    until_waiting_for_table,
 )
 
 CHANNEL = WriteWindow("discord/g1/c1", capacity=3, seconds=5.0)
@@ -459,6 +462,59 @@ async def test_finishes_and_give_backs_of_a_failed_reservation_go_in_the_next(ur
             "counted from the finish"
         )
         assert await other.write_windows.reserve_writes([unused]) == 0.0, "given back"
+
+
+async def test_a_give_back_whose_connection_was_lost_is_told_again_at_once(url: str) -> None:
+    """The transaction telling a give-back alone lost its connection (a stale one, a server
+    restart): telling it twice changes nothing, so it runs again on a fresh connection (once)
+    rather than leaving the row counting until a next reservation that may never come."""
+    clock = ManualClock()
+    async with (
+        await PostgresStore.open(url, clock=clock) as ours,
+        await PostgresStore.open(url, clock=clock) as other,
+    ):
+        one = WriteWindow("discord/g1/r1", capacity=1, seconds=5.0)
+        slot = (await ours.write_windows.book_writes([one])).slot
+        assert slot is not None
+        counting = counted(ours)
+        async with holding(other.db, "LOCK TABLE write_slots IN SHARE MODE"):
+            ours.write_windows.given_back(slot)
+            await until_waiting_for_table(url, "write_slots")
+            assert await terminate_table_waiters(url, "write_slots") == 1
+        async with asyncio.timeout(5):
+            await counting.committed.wait()
+
+        assert await other.write_windows.reserve_writes([one]) == 0.0
+        assert len(counting.trips) == 1
+
+
+async def test_a_give_back_whose_transaction_failed_otherwise_is_logged_and_told_next(
+    url: str, caplog: pytest.LogCaptureFixture, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Whatever the transaction telling a give-back alone raises is logged, not left in a task
+    nobody awaits, and the give-back goes in the next reservation."""
+    clock = ManualClock()
+    async with (
+        await PostgresStore.open(url, clock=clock) as ours,
+        await PostgresStore.open(url, clock=clock) as other,
+    ):
+        one = WriteWindow("discord/g1/r2", capacity=1, seconds=5.0)
+        slot = (await ours.write_windows.book_writes([one])).slot
+        assert slot is not None
+        counting = counted(ours)
+
+        async def broken(*_: object, **__: object) -> None:
+            raise RuntimeError("broken")
+
+        monkeypatch.setattr(counting, "transaction", broken)
+        ours.write_windows.given_back(slot)
+        await ours.write_windows.tell_given_back()
+        assert "write slots given back not told" in caplog.text
+        monkeypatch.undo()
+
+        assert await ours.write_windows.reserve_writes([CHANNEL]) == 0.0
+        assert SQL_GIVEN_BACK in [sql for sql, _ in counting.trips[0].statements]
+        assert await other.write_windows.reserve_writes([one]) == 0.0
 
 
 async def test_a_store_closing_tells_its_give_backs_first(url: str) -> None:
