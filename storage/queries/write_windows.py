@@ -15,20 +15,21 @@ one twice changes nothing). A finish has no transaction of its own (until told, 
 at most the allowance longer). A give-back asks for that next transaction itself (:data:`TELL`,
 a reservation of no write): it joins the reservations gathering or asked while one runs, and
 when the process asks for none (its writer was cancelled and nothing else writes) it is a small
-transaction of its own, so a row given back — a booking, often seconds ahead — stops counting a
-gather and a transaction later, not at its end, while the other processes wait for its room.
-A store closing tells its give-backs first (:meth:`WriteWindows.tell_given_back`); when the
-writer stops otherwise, a row not yet told keeps its first end.
+transaction of its own, with the finishes told meanwhile (run again once when its connection
+was lost: it only tells), so a row given back — a booking, often seconds ahead — stops counting
+a gather and a transaction later, not at its end, while the other processes wait for its room.
+A :data:`TELL` whose give-backs another transaction told makes none. A store closing tells its
+give-backs first (:meth:`WriteWindows.tell_given_back`); when the writer stops otherwise, a row
+not yet told keeps its first end.
 
 A reservation locks each window's key for its transaction (in key order, so two reservations
 cannot deadlock), tells the finishes, counts the rows still counting, and inserts one per window
 only if every window has room. The reservations a process asks for while one is under way go
 together in one transaction (:class:`~storage.queries.grouped.Grouped`), each judged after the
-ones ranked before it (its writer's ``rank``: a result before a stream's edit before a
-progress edit, whichever asked first), so that where the windows have room for only some, the
-writes that go first in the process get it. Expired rows are deleted now and then, in the same
-round trip as a reservation's inserts. Where the database has one process, its own pacing
-suffices: nothing is counted here.
+ones ranked before it (its writer's ``rank``, lower first; equal ranks in the order asked), so
+that where the windows have room for only some, the writes that go first in the process get
+it. Expired rows are deleted now and then, in the same round trip as a reservation's inserts.
+Where the database has one process, its own pacing suffices: nothing is counted here.
 
 A write that must wait for its spacing from the channel's previous write (another process's,
 often) or for a counted write to stop counting can be booked (:meth:`WriteWindows.book_writes`):

@@ -36,7 +36,7 @@ from bot.outbox.windows import Demand, StreamDemand, Ticket
 from storage import SqliteStore, WriteBooking, WriteWindow, WriteWindows
 from storage.postgres import PostgresStore
 from storage.queries import write_windows
-from storage.queries.write_windows import UNRANKED, Rank
+from storage.queries.write_windows import SQL_GIVEN_BACK, UNRANKED, Rank
 from tests.bot.features.chat.rendering import render_stream
 from tests.fakes.clock import FakeClock
 from tests.fakes.surface import RateLimitingSurface
@@ -1347,8 +1347,8 @@ async def test_a_held_write_given_back_stops_counting_in_the_shared_windows(
     postgres: PostgresCluster,
 ) -> None:
     """A held write granted and then not made (the renderer had nothing to write, its wait was
-    cut short) is given back in the shared windows too, once this process next asks: it used to
-    count there as finished, a whole window from then."""
+    cut short) is given back in the shared windows too, at once, though this process asks for
+    nothing more: it used to count there as finished, a whole window from then."""
     url = postgres.create_schema()
     clock = ManualClock()
     async with (
@@ -1359,10 +1359,12 @@ async def test_a_held_write_given_back_stops_counting_in_the_shared_windows(
             Clock(monotonic=clock, sleep=lambda _: asyncio.sleep(0)), shared=ours.write_windows
         )
         grant = await pacer.acquire(PLACE, SHARED_PROFILE, urgent=True, hold=True)
+        counting = counted(ours)
         pacer.give_back(grant)
-        elsewhere = Place("fake", "w1", "c2")
-        pacer.finish(await pacer.acquire(elsewhere, SHARED_PROFILE, urgent=True, hold=True))
+        async with asyncio.timeout(5):
+            await counting.committed.wait()
 
+        assert [sql for sql, _ in counting.trips[0].statements] == [SQL_GIVEN_BACK]
         assert await other.write_windows.reserve_writes([shared_window(1)]) == 0.0
 
 

@@ -536,7 +536,8 @@ async def test_a_reservation_whose_writer_was_cancelled_while_it_ran_is_given_ba
     url: str,
 ) -> None:
     """A writer cancelled while its reservation's transaction runs never learns its slot, so
-    the windows give it back themselves, in the next reservation."""
+    the windows give it back themselves: in the reservation asked next, here (with none
+    asked, in a transaction of its own)."""
     clock = ManualClock()
     async with (
         await PostgresStore.open(url, clock=clock) as ours,
