@@ -12,74 +12,18 @@ and opening a channel opens a new stream.
 
 from __future__ import annotations
 
-import asyncio
 from collections import Counter, deque
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Any
 
+from adapters.web.subscriber import Payload, Subscriber
 from bot.kernel import ngettext
 
-Payload = dict[str, Any]
 MAX_STREAMS_PER_USER = 16
 
 
 class TooManyStreams(Exception):
     """A user asked for one more stream than they may keep open (the text says so)."""
-
-
-@dataclass(eq=False)
-class Subscriber:
-    """One open event stream: a browser tab watching ``channel`` as ``user_id``."""
-
-    channel: str
-    user_id: str
-    max_pending: int
-    pending: deque[tuple[int | None, Payload]] = field(default_factory=deque)
-    wakeup: asyncio.Event = field(default_factory=asyncio.Event)
-    closed: bool = False
-    marked: dict[str, bool] = field(default_factory=dict)
-    """The channels this stream was told are unread, each with whether a mark of it mentioned
-    the stream's user."""
-
-    def news_of(self, channel: str, mention: str | None) -> bool:
-        """Whether an unread mark of ``channel`` mentioning ``mention`` tells this stream's page
-        something it was not told (the channel's first mark, or its first mention of the
-        user); counted as told."""
-        mentioned = mention == self.user_id
-        told = self.marked.get(channel)
-        if told is not None and (told or not mentioned):
-            return False
-        self.marked[channel] = mentioned
-        return True
-
-    def deliver(self, seq: int | None, payload: Payload) -> None:
-        """Queue an event (``seq`` None: one that is not numbered); a stream too slow to keep
-        up is closed (the browser reconnects)."""
-        if self.closed:
-            return
-        if len(self.pending) >= self.max_pending:
-            self.close()
-            return
-        self.pending.append((seq, payload))
-        self.wakeup.set()
-
-    def close(self) -> None:
-        self.closed = True
-        self.wakeup.set()
-
-    async def next_batch(self, timeout: float) -> list[tuple[int | None, Payload]]:
-        """The queued events, waiting at most ``timeout`` seconds for one (``[]`` on timeout)."""
-        if not self.pending and not self.closed:
-            try:
-                async with asyncio.timeout(timeout):
-                    await self.wakeup.wait()
-            except TimeoutError:
-                return []
-        self.wakeup.clear()
-        batch = list(self.pending)
-        self.pending.clear()
-        return batch
 
 
 @dataclass

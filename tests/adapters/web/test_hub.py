@@ -3,7 +3,8 @@ when the channel first mentions the stream's user."""
 
 from __future__ import annotations
 
-from adapters.web.hub import EventHub, Subscriber
+from adapters.web.hub import EventHub
+from adapters.web.subscriber import Subscriber
 
 
 def everyone(_user_id: str) -> bool:
