@@ -133,12 +133,18 @@ class CountingDatabase:
     async def fetch_one(
         self, sql: str, values: Values = (), *, repeatable: bool = True
     ) -> Row | None:
-        return await self._session().fetch_one(sql, values)
+        trip = self._record(Trip([(sql, values)], sends=1))
+        row = await self.inner.fetch_one(sql, values, repeatable=repeatable)
+        trip.rows_read = int(row is not None)
+        return row
 
     async def fetch_all(
         self, sql: str, values: Values = (), *, repeatable: bool = True
     ) -> list[Row]:
-        return await self._session().fetch_all(sql, values)
+        trip = self._record(Trip([(sql, values)], sends=1))
+        rows = await self.inner.fetch_all(sql, values, repeatable=repeatable)
+        trip.rows_read = len(rows)
+        return rows
 
     async def execute(self, sql: str, values: Values = (), *, repeatable: bool = False) -> int:
         trip = self._record(Trip([(sql, values)], sends=1))
