@@ -224,6 +224,7 @@ def build_job_engines(
     *,
     shards: str | None = None,
     clock: Callable[[], float] = time.time,
+    monotonic: Callable[[], float] = time.monotonic,
     results: ScreensResults | None = None,
     audit: AuditTrail | None = None,
     screen: ScreensPrompts | None = None,
@@ -280,6 +281,7 @@ def build_job_engines(
         shards=lambda: shards,
         webhooks=webhook_base is not None,
         clock=clock,
+        monotonic=monotonic,
         starting=starting,
         results=results,
     )

@@ -179,6 +179,7 @@ class Tracker:
         shards: Callable[[], str | None] = lambda: None,
         webhooks: bool = False,
         clock: Callable[[], float] = time.time,
+        monotonic: Callable[[], float] = time.monotonic,
         starting: Container[str],
         results: ScreensResults | None = None,
     ) -> None:
@@ -213,6 +214,7 @@ class Tracker:
         self._watch = watch
         self._limits = limits
         self._clock = clock
+        self._monotonic = monotonic
         self.interval = limits.poll_interval_min
         self._wake = asyncio.Event()
         self._loop: asyncio.Task[None] | None = None
@@ -482,7 +484,7 @@ class Tracker:
     async def _run(self) -> None:
         while True:
             self._wake.clear()
-            started = self._clock()
+            started = self._monotonic()
             sleep = self._limits.poll_interval_max
             try:
                 sleep = await self.poll_round()
@@ -499,10 +501,11 @@ class Tracker:
                     await self._wake.wait()
 
     def wait_after(self, started: float, sleep: float) -> float:
-        """How long to wait after a round that began at ``started`` and asked for ``sleep``
+        """How long to wait after a round that began at ``started`` (on the monotonic clock: a
+        wall clock stepped back would stretch the wait by the step) and asked for ``sleep``
         seconds: the interval runs from the round's start, so a round that took long (a
         thousand jobs to poll and apply) does not stretch it."""
-        return max(sleep - (self._clock() - started), 0.0)
+        return max(sleep - (self._monotonic() - started), 0.0)
 
     async def poll_round(self) -> float:
         """One round (see the module docstring); returns the seconds until the next one."""

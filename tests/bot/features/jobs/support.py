@@ -125,11 +125,13 @@ async def bare_engines(
     *,
     api_url: str | None = None,
     clock: Callable[[], float] = time.time,
+    monotonic: Callable[[], float] | None = None,
     platform: FakePlatform | None = None,
     **limits: Any,
 ) -> AsyncIterator[Bare]:
     """Job engines on ``tmp_path / "genbot.db"`` talking to ``sim`` (or ``api_url``); the store
-    and the engines share ``clock``."""
+    and the engines share ``clock``, which measures the engines' intervals too unless
+    ``monotonic`` is given (a test stepping the wall clock gives both)."""
     db = tmp_path / "genbot.db"
     settings = harness_settings(api_url or sim.base_url, db, webhooks=False, limits=limits)
     async with AsyncExitStack() as stack:
@@ -137,7 +139,14 @@ async def bare_engines(
         provider = await stack.enter_async_context(ProviderClient(settings.api))
         fake = platform or FakePlatform(profile=ROOMY)
         surfaces = SurfaceRegistry([fake])
-        engines = build_job_engines(settings, store, provider, Outbox(surfaces), clock=clock)
+        engines = build_job_engines(
+            settings,
+            store,
+            provider,
+            Outbox(surfaces),
+            clock=clock,
+            monotonic=clock if monotonic is None else monotonic,
+        )
         stack.push_async_callback(engines.media.aclose)
         stack.push_async_callback(engines.tracker.stop)
         yield Bare(engines, fake, store, provider)

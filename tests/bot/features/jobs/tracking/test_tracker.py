@@ -434,6 +434,41 @@ async def test_the_interval_runs_from_the_start_of_a_round(tmp_path: Path) -> No
         assert tracker.wait_after(1000.0, 1.0) == 0.0
 
 
+async def test_a_round_during_which_the_wall_clock_stepped_back_is_followed_by_the_next(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The wait after a round was measured on the wall clock: stepped back an hour during the
+    round (an NTP step), the tracker slept an hour more before polling again."""
+    now = [1_700_000_000.0]
+    async with (
+        serve(MANUAL) as sim,
+        bare_engines(
+            sim,
+            tmp_path,
+            clock=lambda: now[0],
+            monotonic=time.monotonic,
+            poll_interval_min=0.01,
+            poll_interval_max=0.05,
+        ) as bare,
+    ):
+        tracker = bare.engines.tracker
+        round_of = tracker.poll_round
+        second = asyncio.Event()
+
+        async def stepping_round() -> float:
+            sleep = await round_of()
+            if tracker.rounds == 1:
+                now[0] -= 3600
+            else:
+                second.set()
+            return sleep
+
+        monkeypatch.setattr(tracker, "poll_round", stepping_round)
+        await tracker.start()
+        async with asyncio.timeout(5):
+            await second.wait()
+
+
 async def test_polling_without_webhooks_writes_no_poll_stamp(tmp_path: Path) -> None:
     async with serve(MANUAL) as sim, bare_engines(sim, tmp_path) as bare:
         await bare.engines.images.imagine(ALICE_IMAGINES, "a red fox")
