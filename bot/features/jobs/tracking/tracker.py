@@ -80,6 +80,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
+import math
 import re
 import time
 from collections.abc import AsyncIterator, Awaitable, Callable, Container, Iterable
@@ -227,7 +228,8 @@ class Tracker:
         self._kicked = False
         self._quiet = False
         """The last round found nothing to do (see the module docstring)."""
-        self._next_sweep = 0.0
+        self._next_sweep = -math.inf
+        """When the next sweep is due, on the monotonic clock."""
         self._submitted_after: int | None = None
         """When a job was last submitted here, as the number of heartbeats asked by then."""
         self.rounds = 0
@@ -520,8 +522,8 @@ class Tracker:
             changed |= await self._last_look(jobs)
             for job in jobs:
                 changed |= await self.state.time_out(job)
-        if now >= self._next_sweep:
-            self._next_sweep = now + SWEEP_SECONDS
+        if (moment := self._monotonic()) >= self._next_sweep:
+            self._next_sweep = moment + SWEEP_SECONDS
             changed |= await self._sweep_stranded(now)
         for waiting in await self._store.tracking.unfinished_job_channels(
             _DELIVERABLE, due_at=now, owner=self._owner

@@ -395,6 +395,27 @@ async def test_an_idle_round_is_one_statement_until_a_job_is_held(tmp_path: Path
         assert settled is not None and settled.status == "create_failed"
 
 
+async def test_a_sweep_is_due_on_time_though_the_wall_clock_stepped_back(tmp_path: Path) -> None:
+    """The next sweep was scheduled on the wall clock: stepped back an hour (an NTP step), a
+    ``creating`` job nobody is starting waited an hour more to be settled."""
+    now, moment = [1_800_000_000.0], [100.0]
+    async with (
+        serve(MANUAL) as sim,
+        bare_engines(sim, tmp_path, clock=lambda: now[0], monotonic=lambda: moment[0]) as bare,
+    ):
+        store, tracker = bare.store, bare.engines.tracker
+        await tracker.poll_round()
+        now[0] -= 3600
+        job = NewJob(family="task", type="imagine", requester_id="alice", platform="fake",
+                     channel_id="c1", workspace_id="w1", prompt="a fox")  # fmt: skip
+        stranded = await create_job(store.admission, job)
+        now[0] += CREATING_GRACE_SECONDS + SWEEP_SECONDS + 1
+        moment[0] += CREATING_GRACE_SECONDS + SWEEP_SECONDS + 1
+        await tracker.poll_round()
+        settled = await store.jobs.get_job(stranded.id)
+        assert settled is not None and settled.status == "create_failed"
+
+
 async def test_quiet_rounds_grow_the_interval_to_a_share_of_the_youngest_jobs_age(
     tmp_path: Path,
 ) -> None:
