@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
+import time
 from collections.abc import Callable, Container, Iterable, Sequence
 from contextlib import aclosing
 from dataclasses import dataclass
@@ -135,6 +136,7 @@ class ProviderState:
         *,
         on_done: Callable[[Job], None],
         clock: Callable[[], float],
+        monotonic: Callable[[], float] = time.monotonic,
         starting: Container[str],
         results: ScreensResults | None = None,
     ) -> None:
@@ -148,8 +150,9 @@ class ProviderState:
         self._limits = limits
         self._on_done = on_done
         self._clock = clock
+        self._monotonic = monotonic
         self._unresolved: dict[str, tuple[int, float]] = {}
-        """Job id → (multi_fetch nulls in a row, when the first came)."""
+        """Job id → (multi_fetch nulls in a row, when the first came on the monotonic clock)."""
         self.moves = MoveBatch(store.jobs)
         """The moves of records applied side by side go to storage together."""
         self._progress: dict[str, asyncio.Task[bool]] = {}
@@ -412,7 +415,7 @@ class ProviderState:
         """multi_fetch answered null for a task genbot created: after :data:`LOST_AFTER_NULLS`
         such answers in a row spanning ``poll_interval_max``, the job fails as lost (the user is
         told; it may or may not have been charged). True if the job changed."""
-        now = self._clock()
+        now = self._monotonic()
         count, since = self._unresolved.get(job.id, (0, now))
         count += 1
         if count < LOST_AFTER_NULLS or now - since < self._limits.poll_interval_max:

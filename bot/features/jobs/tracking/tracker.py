@@ -208,6 +208,7 @@ class Tracker:
             limits,
             on_done=lambda job: self.schedule_delivery(job.id, channel_of(job)),
             clock=clock,
+            monotonic=monotonic,
             starting=starting,
             results=results,
         )

@@ -27,6 +27,8 @@ from bot.features.jobs.tracking import provider_state
 from bot.features.jobs.tracking import tracker as tracker_module
 from bot.features.jobs.tracking.provider_state import (
     APPLY_AT_MOST,
+    LOST_AFTER_NULLS,
+    LOST_TASK,
     charged_credits,
     task_result_fields,
 )
@@ -468,6 +470,32 @@ async def test_a_task_seen_in_flight_between_null_answers_starts_their_count_aga
             await poll(answers)
 
         assert polled.status == (await bare.store.jobs.get_job(job.id) or job).status
+
+
+async def test_a_lost_task_is_reported_on_time_though_the_wall_clock_stepped_back(
+    tmp_path: Path,
+) -> None:
+    """The span of a task's null answers was measured on the wall clock: stepped back an hour
+    after the first (an NTP step), the task was reported lost an hour late."""
+    now, moment = [1_700_000_000.0], [100.0]
+    async with (
+        serve(MANUAL) as sim,
+        bare_engines(sim, tmp_path, clock=lambda: now[0], monotonic=lambda: moment[0]) as bare,
+    ):
+        freeze(sim)
+        (job,) = await in_flight(bare, 1)
+        state = bare.engines.tracker.state
+        await state.poll_tasks([job], mark_polled=False)
+        polled = await bare.store.jobs.get_job(job.id)
+        assert polled is not None and polled.provider_id
+        sim.state.tasks.pop(polled.provider_id)
+        for step in range(LOST_AFTER_NULLS):
+            await state.poll_tasks([polled], mark_polled=False)
+            now[0] += -3600 if step == 0 else 60
+            moment[0] += 60
+
+        lost = await bare.store.jobs.get_job(job.id)
+        assert lost is not None and lost.error == LOST_TASK
 
 
 class HeldEdits(FakePlatform):
