@@ -77,6 +77,7 @@ class Leases:
         held: Held = lambda _jobs, _beat: None,
         shards: Callable[[], str | None] = lambda: None,
         clock: Callable[[], float] = time.time,
+        monotonic: Callable[[], float] = time.monotonic,
     ) -> None:
         self._store = store
         self._platforms = platforms
@@ -84,9 +85,10 @@ class Leases:
         self._woken = woken
         self._still_held = held
         self._shards = shards
-        self._clock = clock
+        self._monotonic = monotonic
         self._started_at = clock()
         self._reachable_since: float | None = None
+        """Since when (on the monotonic clock) this process has reached the database."""
         self._tasks: list[asyncio.Task[None]] = []
         self._settling: set[asyncio.Task[None]] = set()
         self.held = 0
@@ -126,12 +128,12 @@ class Leases:
         """The database's part of :meth:`beat`; the jobs taken over, not settled yet."""
         platforms = list(self._platforms())
         self.asked += 1
-        number, asked_at = self.asked, self._clock()
+        number, asked_at = self.asked, self._monotonic()
         beat = await self._store.heartbeat(
             self.process_info(), share_of=() if take_live else platforms
         )
         held = beat.held
-        answered_at = self._clock()
+        answered_at = self._monotonic()
         self._still_held(held, number)
         slow = answered_at - asked_at > self._store.owner.lease_seconds / BEATS_PER_LEASE
         if slow or self._reachable_since is None:

@@ -197,6 +197,7 @@ class Tracker:
             held=self._keep_only,
             shards=shards,
             clock=clock,
+            monotonic=monotonic,
         )
         self.webhooks = webhooks
         self._secrets = webhook_secrets

@@ -375,7 +375,7 @@ async def test_a_heartbeat_slower_than_a_beat_counts_as_a_stall(postgres: Postgr
     ):
         store = SlowHeartbeats(live.db, live.clock, live.leasing.owner, now)
         jobs = [await create_job(dead.admission, pending_job(n)) for n in range(3)]
-        leases = Leases(store, lambda: ["fake"], take_over, woken, clock=clock)
+        leases = Leases(store, lambda: ["fake"], take_over, woken, clock=clock, monotonic=clock)
         assert await leases.beat() == 0
         now[0] += LEASE / 2
         assert await leases.beat() == 0
@@ -387,6 +387,44 @@ async def test_a_heartbeat_slower_than_a_beat_counts_as_a_stall(postgres: Postgr
         assert await leases.beat() == 0, "reachable again for less than a lease"
         now[0] += LEASE * 0.2
         assert await leases.beat() == 3
+        assert sorted(job.id for job in taken) == sorted(job.id for job in jobs)
+
+
+async def test_a_wall_clock_stepped_forward_during_a_heartbeat_is_no_stall(
+    postgres: PostgresCluster,
+) -> None:
+    """A heartbeat's duration was measured on the wall clock: stepped forward during it (an NTP
+    step), a quick heartbeat counted as a stall and delayed taking over a dead process's jobs
+    by a lease."""
+    url, now, moment = postgres.create_database(), [1_700_000_000.0], [100.0]
+
+    def clock() -> float:
+        return now[0]
+
+    taken: list[Job] = []
+
+    async def take_over(jobs: list[Job]) -> None:
+        taken.extend(jobs)
+
+    async def woken(_job_id: str) -> None:
+        pass
+
+    async with (
+        await PostgresStore.open(url, lease_seconds=LEASE, clock=clock, pool_size=2) as dead,
+        await PostgresStore.open(url, lease_seconds=LEASE, clock=clock, pool_size=2) as live,
+    ):
+        store = SlowHeartbeats(live.db, live.clock, live.leasing.owner, now)
+        jobs = [await create_job(dead.admission, pending_job(n)) for n in range(3)]
+        leases = Leases(
+            store, lambda: ["fake"], take_over, woken, clock=clock, monotonic=lambda: moment[0]
+        )
+        assert await leases.beat() == 0
+        for _ in range(2):
+            now[0] += LEASE * 0.6
+            moment[0] += LEASE * 0.6
+            store.delay = LEASE * 0.9
+            taking = await leases.beat()
+        assert taking == 3
         assert sorted(job.id for job in taken) == sorted(job.id for job in jobs)
 
 
@@ -412,7 +450,7 @@ async def test_a_beat_writes_one_row_however_many_jobs_its_process_holds(
     ):
         counting = counted(mine)
         beats = [
-            Leases(store.leasing, lambda: ["fake"], take_over, woken, clock=clock)
+            Leases(store.leasing, lambda: ["fake"], take_over, woken, clock=clock, monotonic=clock)
             for store in (theirs, mine)
         ]
         written: dict[int, int] = {}
@@ -457,7 +495,9 @@ async def test_a_beat_is_one_transaction_and_still_takes_a_dead_processs_jobs_at
         await PostgresStore.open(url, lease_seconds=LEASE, clock=clock, pool_size=2) as mine,
     ):
         counting = counted(mine)
-        leases = Leases(mine.leasing, lambda: ["fake"], take_over, woken, clock=clock)
+        leases = Leases(
+            mine.leasing, lambda: ["fake"], take_over, woken, clock=clock, monotonic=clock
+        )
         beats = []
         for _ in range(BEATS_PER_LEASE + 2):
             now[0] += LEASE / BEATS_PER_LEASE

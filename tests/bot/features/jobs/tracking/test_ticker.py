@@ -64,7 +64,12 @@ async def process_on(
             stores.append(store)
         provider = await stack.enter_async_context(ProviderClient(settings.api))
         engines = build_job_engines(
-            settings, store, provider, Outbox(SurfaceRegistry([platform])), clock=clock
+            settings,
+            store,
+            provider,
+            Outbox(SurfaceRegistry([platform])),
+            clock=clock,
+            monotonic=clock,
         )
         stack.push_async_callback(engines.media.aclose)
         stack.push_async_callback(engines.tracker.stop)
