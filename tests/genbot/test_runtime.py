@@ -83,6 +83,15 @@ class LeasingAsItStops(WebAdapter):
         await super().stop()
 
 
+def runtime_of(store: Store, web: ClaimingAsItStops | LeasingAsItStops) -> Runtime:
+    """A runtime with ``web`` as its one adapter and the job tracker, on ``store``."""
+    settings = Settings()
+    provider = ProviderClient(settings.api)
+    web.store = store
+    core, jobs = build_core(settings, store, provider, [web.surface])
+    return Runtime(settings, store, provider, core, {"web": web}, deliveries=jobs.tracker)
+
+
 async def refused(url: str) -> bool:
     """Whether nothing listens at ``url`` any more."""
     try:
@@ -154,13 +163,9 @@ async def test_a_claim_while_the_adapters_stop_does_not_record_a_released_proces
     """The drain releases the leases before the adapters stop: the playground's sweep, under way
     then, wrote the process's row again, so the others took a stopping process for alive (and
     would have for two leases, had it died before the tracker's stop released again)."""
-    settings = Settings()
     store = await PostgresStore.open(postgres.create_database(), pool_size=2)
-    provider = ProviderClient(settings.api)
     web = ClaimingAsItStops(WebSettings(enabled=True, port=0), history=store.playground)
-    web.store = store
-    core, jobs = build_core(settings, store, provider, [web.surface])
-    runtime = Runtime(settings, store, provider, core, {"web": web}, deliveries=jobs.tracker)
+    runtime = runtime_of(store, web)
     await runtime.start()
 
     await runtime.stop()
@@ -174,14 +179,10 @@ async def test_what_leases_or_marks_the_process_alive_while_the_adapters_stop_is
     """The stop releases the leases twice (the drain's, before the adapters stop, and the
     tracker's, after them): a drain run once would leave a job created while the adapters stop
     leased to the stopped process, and its row alive, for the others to wait on."""
-    settings = Settings()
     url = postgres.create_database()
     store = await PostgresStore.open(url, pool_size=2)
-    provider = ProviderClient(settings.api)
     web = LeasingAsItStops(WebSettings(enabled=True, port=0), history=store.playground)
-    web.store = store
-    core, jobs = build_core(settings, store, provider, [web.surface])
-    runtime = Runtime(settings, store, provider, core, {"web": web}, deliveries=jobs.tracker)
+    runtime = runtime_of(store, web)
     await runtime.start()
 
     await runtime.stop()

@@ -355,19 +355,22 @@ class SlowHeartbeats(JobLeasing):
         return await super().heartbeat(process, share_of=share_of)
 
 
-async def test_a_heartbeat_slower_than_a_beat_counts_as_a_stall(postgres: PostgresCluster) -> None:
-    url, now = postgres.create_database(), [1_700_000_000.0]
+@dataclass
+class DeadProcess:
+    """A process holding three jobs that never beats, beside a live one whose heartbeats take
+    ``store.delay`` of the wall clock ``now``; ``taken``: what the live one took over."""
+
+    store: SlowHeartbeats
+    jobs: list[Job]
+    taken: list[Job]
+
+
+@asynccontextmanager
+async def a_dead_process(postgres: PostgresCluster, now: list[float]) -> AsyncIterator[DeadProcess]:
+    url = postgres.create_database()
 
     def clock() -> float:
         return now[0]
-
-    taken: list[Job] = []
-
-    async def take_over(jobs: list[Job]) -> None:
-        taken.extend(jobs)
-
-    async def woken(_job_id: str) -> None:
-        pass
 
     async with (
         await PostgresStore.open(url, lease_seconds=LEASE, clock=clock, pool_size=2) as dead,
@@ -375,7 +378,32 @@ async def test_a_heartbeat_slower_than_a_beat_counts_as_a_stall(postgres: Postgr
     ):
         store = SlowHeartbeats(live.db, live.clock, live.leasing.owner, now)
         jobs = [await create_job(dead.admission, pending_job(n)) for n in range(3)]
-        leases = Leases(store, lambda: ["fake"], take_over, woken, clock=clock, monotonic=clock)
+        yield DeadProcess(store, jobs, [])
+
+
+def leases_of(process: DeadProcess, now: list[float], moment: list[float]) -> Leases:
+    """The live process's leases, on the wall clock ``now`` and the monotonic ``moment``."""
+
+    async def take_over(jobs: list[Job]) -> None:
+        process.taken.extend(jobs)
+
+    async def woken(_job_id: str) -> None:
+        pass
+
+    return Leases(
+        process.store,
+        lambda: ["fake"],
+        take_over,
+        woken,
+        clock=lambda: now[0],
+        monotonic=lambda: moment[0],
+    )
+
+
+async def test_a_heartbeat_slower_than_a_beat_counts_as_a_stall(postgres: PostgresCluster) -> None:
+    now = [1_700_000_000.0]
+    async with a_dead_process(postgres, now) as process:
+        store, leases = process.store, leases_of(process, now, now)
         assert await leases.beat() == 0
         now[0] += LEASE / 2
         assert await leases.beat() == 0
@@ -387,7 +415,7 @@ async def test_a_heartbeat_slower_than_a_beat_counts_as_a_stall(postgres: Postgr
         assert await leases.beat() == 0, "reachable again for less than a lease"
         now[0] += LEASE * 0.2
         assert await leases.beat() == 3
-        assert sorted(job.id for job in taken) == sorted(job.id for job in jobs)
+        assert sorted(job.id for job in process.taken) == sorted(job.id for job in process.jobs)
 
 
 async def test_a_wall_clock_stepped_forward_during_a_heartbeat_is_no_stall(
@@ -396,28 +424,9 @@ async def test_a_wall_clock_stepped_forward_during_a_heartbeat_is_no_stall(
     """A heartbeat's duration was measured on the wall clock: stepped forward during it (an NTP
     step), a quick heartbeat counted as a stall and delayed taking over a dead process's jobs
     by a lease."""
-    url, now, moment = postgres.create_database(), [1_700_000_000.0], [100.0]
-
-    def clock() -> float:
-        return now[0]
-
-    taken: list[Job] = []
-
-    async def take_over(jobs: list[Job]) -> None:
-        taken.extend(jobs)
-
-    async def woken(_job_id: str) -> None:
-        pass
-
-    async with (
-        await PostgresStore.open(url, lease_seconds=LEASE, clock=clock, pool_size=2) as dead,
-        await PostgresStore.open(url, lease_seconds=LEASE, clock=clock, pool_size=2) as live,
-    ):
-        store = SlowHeartbeats(live.db, live.clock, live.leasing.owner, now)
-        jobs = [await create_job(dead.admission, pending_job(n)) for n in range(3)]
-        leases = Leases(
-            store, lambda: ["fake"], take_over, woken, clock=clock, monotonic=lambda: moment[0]
-        )
+    now, moment = [1_700_000_000.0], [100.0]
+    async with a_dead_process(postgres, now) as process:
+        store, leases = process.store, leases_of(process, now, moment)
         assert await leases.beat() == 0
         for _ in range(2):
             now[0] += LEASE * 0.6
@@ -425,7 +434,7 @@ async def test_a_wall_clock_stepped_forward_during_a_heartbeat_is_no_stall(
             store.delay = LEASE * 0.9
             taking = await leases.beat()
         assert taking == 3
-        assert sorted(job.id for job in taken) == sorted(job.id for job in jobs)
+        assert sorted(job.id for job in process.taken) == sorted(job.id for job in process.jobs)
 
 
 async def test_a_beat_writes_one_row_however_many_jobs_its_process_holds(
