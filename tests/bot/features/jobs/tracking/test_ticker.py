@@ -210,6 +210,7 @@ async def test_a_tick_leaves_alone_the_jobs_the_provider_finished_since_it_liste
             )
             for n in range(TICKED)
         ]
+        await bare.engines.tracker.wait_idle()
         listed = [await bare.store.jobs.get_job(job.id) for job in jobs]
         for job in jobs[: TICKED // 2]:
             assert await bare.store.jobs.transition(job.id, job.status, "finished")
@@ -315,6 +316,7 @@ async def test_a_process_holding_no_job_lists_none_until_it_holds_one_again(
         assert len(counting.trips) == before, "no statement while it holds no job"
 
         own = await mine.images.imagine(alice_imagines(), "a fox of its own")
+        await mine.tracker.wait_idle()
         clock.now += 7
         assert await mine.ticker.tick() == 1, "a job submitted since the heartbeat"
         assert listings(counting) == 1
