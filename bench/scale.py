@@ -6,8 +6,10 @@ load balancer would spread commands) into 10 channels, and stay in flight at the
 (its clock stands still from the first command) until it is moved an hour ahead, when they all
 finish at once. The simulator serves flat pictures (``plain_images``), as a CDN serves stored
 files: drawing 3000 grids would take the cores genbot is measured on.
-Polling runs at a fixed 1 s cycle. Measured per cluster size, in the same run (1 process is the
-baseline):
+Polling runs at a fixed 1 s cycle. The sizes run in turn, 1, 3, 3, 1 (:data:`ALTERNATED`; one
+of each with ``quick``, ``profile`` or ``attribute``), and the tables are of the first two runs,
+beside a table of every run's CPU per job and 3 processes ÷ 1 over them. Measured per cluster
+size, in the same run (1 process is the baseline):
 
 - status requests per cycle, the whole cluster: ``multi_fetch`` calls (and task ids) over a
   10 s window, per second; each process polls only the jobs it holds, so the cluster should
@@ -41,6 +43,7 @@ import asyncio
 import contextlib
 import json
 import math
+import operator
 import os
 import tempfile
 import time
@@ -97,6 +100,11 @@ result)."""
 
 
 PHASES = ("submit", "in flight", "burst")
+SIZE = operator.attrgetter("processes")
+ALTERNATED = (1, 3, 3, 1)
+"""The cluster sizes of a full run, in turn: the ratio of 3 processes' CPU per job to 1's moves
+by a tenth or more between runs of one tree on this machine, so each size runs twice and a
+drift of the machine during the run falls on neither."""
 
 
 @dataclass(frozen=True)
@@ -574,6 +582,41 @@ def cpu_table(results: list[ScaleResult]) -> Table:
     return table
 
 
+def genbot_ms_per_job(result: ScaleResult) -> float:
+    """The cluster's genbot CPU milliseconds per job over the three phases."""
+    return 1000 * sum(sum(result.cpu[name].genbot) for name in PHASES) / result.jobs
+
+
+def alternation_table(runs: list[ScaleResult]) -> Table:
+    """Each run's genbot CPU per job by phase, in the order they ran, and 3 processes ÷ 1: the
+    means of each size's runs, and each run of 3 against the run of 1 beside it."""
+    table = Table(
+        f"Scale: genbot CPU per job, {runs[0].jobs:,} jobs, the sizes in turn",
+        ["run", "processes", *(f"{name} ms / job" for name in PHASES), "ms / job", "× 1 process"],
+        digits=2,
+    )
+    ones = [genbot_ms_per_job(r) for r in runs if r.processes == 1]
+    mean_one = sum(ones) / len(ones)
+    for number, r in enumerate(runs, start=1):
+        phases = [1000 * sum(r.cpu[name].genbot) / r.jobs for name in PHASES]
+        total = genbot_ms_per_job(r)
+        table.add(number, r.processes, *phases, total, total / mean_one)
+    threes = [genbot_ms_per_job(r) for r in runs if r.processes > 1]
+    pairs = [
+        genbot_ms_per_job(max(pair, key=SIZE)) / genbot_ms_per_job(min(pair, key=SIZE))
+        for pair in zip(runs[::2], runs[1::2], strict=True)
+    ]
+    table.notes = [
+        "× 1 process: against the mean of this run's 1-process runs. 3 processes ÷ 1, the "
+        f"means: {sum(threes) / len(threes) / mean_one:.3f}; each pair (runs "
+        + ", ".join(f"{2 * n + 1}–{2 * n + 2}" for n in range(len(pairs)))
+        + "): "
+        + ", ".join(f"{ratio:.3f}" for ratio in pairs)
+        + ". The tables above are of runs 1 and 2.",
+    ]
+    return table
+
+
 def same_work_table(results: list[ScaleResult]) -> Table:
     """Per phase, what the machine charges three processes for the same work (a fixed probe;
     the callbacks alike) beside what the cluster's CPU is against one (see
@@ -655,20 +698,24 @@ async def main(
     folder; with ``attribute``, each process's callbacks' totals in that folder, and the same
     work's table."""
     jobs = QUICK_JOBS if quick else FULL_JOBS
+    sizes = (1, 3) if quick or profile or attribute else ALTERNATED
     postgres = await asyncio.to_thread(start_cluster)
     try:
-        results = []
-        for processes in (1, 3):
+        runs = []
+        for processes in sizes:
             with tempfile.TemporaryDirectory(prefix="genbot-scale-") as directory:
-                results.append(
+                runs.append(
                     await measure(processes, jobs, Path(directory), postgres, profile, attribute)
                 )
     finally:
         await asyncio.to_thread(postgres.stop)
+    results = runs[:2]
     table = scale_table(results)
     if not quick:
         table.notes.append(draw(lambda: charts.scale_out(results, SCALE_PNG)))
     tables = [table, cpu_table(results)]
+    if len(runs) > len(results):
+        tables.append(alternation_table(runs))
     if attribute is not None:
         tables.append(same_work_table(results))
     return tables

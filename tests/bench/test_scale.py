@@ -16,6 +16,7 @@ from bench.scale import (
     JobCounts,
     PhaseCpu,
     ScaleResult,
+    alternation_table,
     same_work_table,
     until_settled,
     write_window_bound,
@@ -127,3 +128,22 @@ def test_the_same_work_table_sets_the_cluster_against_what_the_same_code_costs()
     assert cells[2:] == expected, cells
     assert "T:parse ×1.50" in table.notes[1]
     assert "burst: T:asks 3 +2.10 (0.00 → 2.10 s, 0 → 3000), T:parse +0.50" in table.notes[2]
+
+
+def test_the_sizes_in_turn_are_told_by_run_and_as_3_processes_over_1() -> None:
+    """Runs of 1, 3, 3 and 1 processes at 10, 13, 12 and 8 ms a job: the means 12.5 ÷ 9, each
+    run of 3 against the run of 1 beside it 1.3 and 1.5."""
+    runs = []
+    for processes, ms in ((1, 10.0), (3, 13.0), (3, 12.0), (1, 8.0)):
+        result = ScaleResult(processes, JOBS)
+        seconds = ms * JOBS / 1000 / len(PHASES) / processes
+        for name in PHASES:
+            result.cpu[name] = PhaseCpu(10.0, (seconds,) * processes, 1.0, 1.0)
+        runs.append(result)
+
+    table = alternation_table(runs)
+
+    rows = [row for row in table.render().splitlines() if row.startswith("| ") and "run" not in row]
+    totals = [[cell.strip() for cell in row.strip("|").split("|")][-2:] for row in rows]
+    assert totals == [["10.00", "1.11"], ["13.00", "1.44"], ["12.00", "1.33"], ["8.00", "0.89"]]
+    assert "the means: 1.389; each pair (runs 1–2, 3–4): 1.300, 1.500." in table.notes[0]
