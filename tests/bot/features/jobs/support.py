@@ -108,6 +108,19 @@ def raw_press(actor: Actor, message: PostedMessage, action: str, ref: str) -> Bu
     )
 
 
+MONOTONIC_OFFSET = 1e9
+"""How far :func:`monotonic_beside` a fake wall clock puts its monotonic clock."""
+
+
+def monotonic_beside(clock: Callable[[], float]) -> Callable[[], float]:
+    """A monotonic clock for engines on the wall ``clock``: real ``time.monotonic`` for real
+    ``time.time``, else one that moves with the fake ``clock`` from another origin
+    (:data:`MONOTONIC_OFFSET` seconds before it)."""
+    if clock is time.time:
+        return time.monotonic
+    return lambda: clock() - MONOTONIC_OFFSET
+
+
 @dataclass
 class Bare:
     """The job machinery with its tracker not started (the test drives it)."""
@@ -130,8 +143,11 @@ async def bare_engines(
     **limits: Any,
 ) -> AsyncIterator[Bare]:
     """Job engines on ``tmp_path / "genbot.db"`` talking to ``sim`` (or ``api_url``); the store
-    and the engines share ``clock``, which measures the engines' intervals too unless
-    ``monotonic`` is given (a test stepping the wall clock gives both)."""
+    and the engines share the wall ``clock``. The engines measure their intervals on
+    ``monotonic``: by default real ``time.monotonic`` when ``clock`` is real ``time.time``,
+    else ``clock`` at an origin :data:`MONOTONIC_OFFSET` seconds away, so it moves with a
+    stepped fake but any subtraction across the two clocks is visibly wrong (a test stepping
+    the wall clock alone gives both)."""
     db = tmp_path / "genbot.db"
     settings = harness_settings(api_url or sim.base_url, db, webhooks=False, limits=limits)
     async with AsyncExitStack() as stack:
@@ -145,7 +161,7 @@ async def bare_engines(
             provider,
             Outbox(surfaces),
             clock=clock,
-            monotonic=clock if monotonic is None else monotonic,
+            monotonic=monotonic_beside(clock) if monotonic is None else monotonic,
         )
         stack.push_async_callback(engines.media.aclose)
         stack.push_async_callback(engines.tracker.stop)

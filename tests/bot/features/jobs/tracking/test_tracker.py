@@ -311,6 +311,10 @@ async def test_a_busy_channels_results_do_not_hold_up_another_channels(
 
 
 ALICE_IMAGINES = Command(user=User("alice"), place=PLACE, name="imagine")
+A_FOX = NewJob(family="task", type="imagine", requester_id="alice", platform="fake",
+               channel_id="c1", workspace_id="w1", prompt="a fox")  # fmt: skip
+"""A job created in a test's own store: nobody is starting it, so it is stranded in
+``creating`` until a sweep settles it."""
 
 
 async def test_concurrent_deliveries_of_one_job_post_it_once(tmp_path: Path) -> None:
@@ -386,9 +390,7 @@ async def test_an_idle_round_is_one_statement_until_a_job_is_held(tmp_path: Path
             await tracker.poll_round()
         assert len(counting.trips) == 3
 
-        job = NewJob(family="task", type="imagine", requester_id="alice", platform="fake",
-                     channel_id="c1", workspace_id="w1", prompt="a fox")  # fmt: skip
-        stranded = await create_job(store.admission, job)
+        stranded = await create_job(store.admission, A_FOX)
         now[0] += CREATING_GRACE_SECONDS + SWEEP_SECONDS + 1
         await tracker.poll_round()
         settled = await store.jobs.get_job(stranded.id)
@@ -406,11 +408,31 @@ async def test_a_sweep_is_due_on_time_though_the_wall_clock_stepped_back(tmp_pat
         store, tracker = bare.store, bare.engines.tracker
         await tracker.poll_round()
         now[0] -= 3600
-        job = NewJob(family="task", type="imagine", requester_id="alice", platform="fake",
-                     channel_id="c1", workspace_id="w1", prompt="a fox")  # fmt: skip
-        stranded = await create_job(store.admission, job)
+        stranded = await create_job(store.admission, A_FOX)
         now[0] += CREATING_GRACE_SECONDS + SWEEP_SECONDS + 1
         moment[0] += CREATING_GRACE_SECONDS + SWEEP_SECONDS + 1
+        await tracker.poll_round()
+        settled = await store.jobs.get_job(stranded.id)
+        assert settled is not None and settled.status == "create_failed"
+
+
+async def test_a_sweep_comes_every_sweep_seconds_of_the_monotonic_clock(tmp_path: Path) -> None:
+    """Not every round: a sweep due-checked on the wall clock against a schedule on the
+    monotonic clock was always due, two more listings a round."""
+    now, moment = [1_800_000_000.0], [100.0]
+    async with (
+        serve(MANUAL) as sim,
+        bare_engines(sim, tmp_path, clock=lambda: now[0], monotonic=lambda: moment[0]) as bare,
+    ):
+        store, tracker = bare.store, bare.engines.tracker
+        await tracker.poll_round()
+        stranded = await create_job(store.admission, A_FOX)
+        now[0] += CREATING_GRACE_SECONDS + 1
+        moment[0] += SWEEP_SECONDS - 1
+        await tracker.poll_round()
+        early = await store.jobs.get_job(stranded.id)
+        assert early is not None and early.status == "creating", "no sweep before it is due"
+        moment[0] += 1
         await tracker.poll_round()
         settled = await store.jobs.get_job(stranded.id)
         assert settled is not None and settled.status == "create_failed"
@@ -445,13 +467,21 @@ async def test_quiet_rounds_grow_the_interval_to_a_share_of_the_youngest_jobs_ag
         assert grown == [2.0, 3.0, 3.0], "a twentieth of the youngest job's age, not the oldest's"
 
 
-async def test_the_interval_runs_from_the_start_of_a_round(tmp_path: Path) -> None:
-    now = [1000.0]
-    async with serve(MANUAL) as sim, bare_engines(sim, tmp_path, clock=lambda: now[0]) as bare:
+async def test_the_interval_runs_from_the_start_of_a_round_on_the_monotonic_clock(
+    tmp_path: Path,
+) -> None:
+    """A round's start is read on the monotonic clock; the wait after it must be too (wall
+    time less a monotonic start was always past, and the tracker polled without a pause)."""
+    now, moment = [1_700_000_000.0], [1000.0]
+    async with (
+        serve(MANUAL) as sim,
+        bare_engines(sim, tmp_path, clock=lambda: now[0], monotonic=lambda: moment[0]) as bare,
+    ):
         tracker = bare.engines.tracker
-        now[0] += 0.3
+        moment[0] += 0.3
+        now[0] -= 3600
         assert tracker.wait_after(1000.0, 1.0) == pytest.approx(0.7)
-        now[0] += 2.0
+        moment[0] += 2.0
         assert tracker.wait_after(1000.0, 1.0) == 0.0
 
 
@@ -840,9 +870,7 @@ async def test_a_creating_job_nobody_is_starting_is_settled_by_its_owner(
     now = [1_800_000_000.0]
     async with serve(MANUAL) as sim, bare_engines(sim, tmp_path, clock=lambda: now[0]) as bare:
         store, tracker = bare.store, bare.engines.tracker
-        job = NewJob(family="task", type="imagine", requester_id="alice", platform="fake",
-                     channel_id="c1", workspace_id="w1", prompt="a fox")  # fmt: skip
-        stranded = await create_job(store.admission, job)
+        stranded = await create_job(store.admission, A_FOX)
         await tracker.poll_round()
         assert (await store.jobs.get_job(stranded.id)).status == "creating"  # type: ignore[union-attr]
 
