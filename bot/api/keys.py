@@ -89,7 +89,10 @@ def key_failure(error: BaseException) -> KeyState | None:
 
 
 class KeyPool:
-    """The configured keys and their state (see the module docstring)."""
+    """The configured keys and their state (see the module docstring). How long a key stays
+    out is measured on ``monotonic`` (it lives only in this process, so a wall clock stepped
+    back or forward neither lengthens nor shortens it); ``clock`` (wall time) only says when
+    that is, in :attr:`KeyStatus.out_until`."""
 
     def __init__(
         self,
@@ -97,13 +100,16 @@ class KeyPool:
         *,
         out_seconds: float = 900.0,
         clock: Callable[[], float] = time.time,
+        monotonic: Callable[[], float] = time.monotonic,
         rng: random.Random | None = None,
     ) -> None:
         self._keys = {entry.name: entry for entry in keys}
         self._out_seconds = out_seconds
         self._clock = clock
+        self._monotonic = monotonic
         self._rng = rng or random.Random()
         self._out: dict[str, tuple[KeyState, float]] = {}
+        """Key name → (why it is out, when it is tried again on the monotonic clock)."""
         self._failures: dict[str, int] = dict.fromkeys(self._keys, 0)
         self.accepted: set[str] = set()
         """Keys the provider has answered 2xx to in this process (a later 401 to a chat
@@ -139,7 +145,7 @@ class KeyPool:
         out = self._out.get(name)
         if out is None:
             return "in"
-        if self._clock() >= out[1]:
+        if self._monotonic() >= out[1]:
             del self._out[name]
             log.info("provider key %s is tried again for new jobs", name)
             self._show(name)
@@ -197,7 +203,7 @@ class KeyPool:
         self._failures[name] = self._failures.get(name, 0) + 1
         KEY_FAILURES.labels(label(name), failure).inc()
         was = self._out.get(name)
-        self._out[name] = (failure, self._clock() + self._out_seconds)
+        self._out[name] = (failure, self._monotonic() + self._out_seconds)
         if was is None or was[0] != failure:
             log.warning(
                 "provider key %s taken out for %.0f s: %s",
@@ -254,7 +260,7 @@ class KeyPool:
                     entry.max_concurrent,
                     entry.daily_tasks,
                     tuple(entry.modes),
-                    out[1] if out is not None else None,
+                    self._clock() + (out[1] - self._monotonic()) if out is not None else None,
                     self._failures.get(name, 0),
                 )
             )

@@ -75,7 +75,9 @@ def test_new_work_is_drawn_by_weight_among_the_keys_that_are_in_and_allow_the_mo
 
 def test_a_refused_key_is_out_for_a_while_then_tried_again() -> None:
     now = [1000.0]
-    pool = KeyPool(keys(main=1, spare=1), out_seconds=60, clock=lambda: now[0])
+    pool = KeyPool(
+        keys(main=1, spare=1), out_seconds=60, clock=lambda: now[0], monotonic=lambda: now[0]
+    )
     pool.observe("main", AuthenticationError())
     assert pool.state("main") == "refused"
     assert [c.name for c in pool.order()] == ["spare"]
@@ -88,6 +90,28 @@ def test_a_refused_key_is_out_for_a_while_then_tried_again() -> None:
     assert pool.state("main") == "in" and len(pool.order()) == 2
     [main, _] = pool.states()
     assert main.failures == 1 and main.out_until is None
+
+
+def test_a_key_is_out_for_its_time_though_the_wall_clock_stepped() -> None:
+    """The out-window was measured on the wall clock: stepped back an hour (an NTP step), a
+    refused key stayed out an hour more; stepped forward, it came back early."""
+    now, moment = [1_800_000_000.0], [100.0]
+    pool = KeyPool(
+        keys(main=1, spare=1),
+        out_seconds=60,
+        clock=lambda: now[0],
+        monotonic=lambda: moment[0],
+    )
+    pool.observe("main", AuthenticationError())
+    now[0] -= 3600
+    moment[0] += 20
+    [main, _] = pool.states()
+    assert main.out_until == now[0] + 40, "shown as Unix time on the wall clock of now"
+    now[0] += 7200
+    moment[0] += 39
+    assert pool.state("main") == "refused", "stepped forward, it is not back early"
+    moment[0] += 1
+    assert pool.state("main") == "in", "stepped back, it is back on time"
 
 
 async def test_each_key_is_its_own_account_and_refusals_take_keys_out(
