@@ -31,7 +31,6 @@ from __future__ import annotations
 
 import asyncio
 import logging
-import time
 from collections.abc import Awaitable, Callable, Collection, Iterator, Mapping
 from contextlib import contextmanager
 from dataclasses import dataclass, field, replace
@@ -396,16 +395,18 @@ class JobStarter:
         progress message could not be posted, so it never reached the provider) is answered
         here with why it did not start, once nobody can be starting it any more: it is this
         process's (which is not starting it), or another process got its message posted or
-        settled it meanwhile (waited for up to ``CREATING_GRACE_SECONDS`` from its creation),
-        or it is older than any start takes (then settled here)."""
+        settled it meanwhile (waited for up to ``CREATING_GRACE_SECONDS`` from its creation,
+        on the store's clock, which stamped it), or it is older than any start takes (then
+        settled here)."""
         log.info(
             "command %s already started job %s; not starting it again", job.command_key, job.id
         )
         if job.id in self.starting:
             return job
+        admission = self.store.admission
         deadline = job.created_at + CREATING_GRACE_SECONDS
         while job.progress_message_id is None and job.status == "creating":
-            if job.owner == self.store.admission.owner.process_id or time.time() >= deadline:
+            if job.owner == admission.owner.process_id or admission.clock() >= deadline:
                 job = await self.delivery.mark_not_started(job, self._why_not_started(job))
                 break
             await asyncio.sleep(RECHECK_SECONDS)

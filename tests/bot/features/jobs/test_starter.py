@@ -3,8 +3,12 @@ nothing is raised to the user on top of it, and the tracker settles the job afte
 
 from __future__ import annotations
 
+import asyncio
+import logging
 from dataclasses import replace
 from pathlib import Path
+
+import pytest
 
 from bot.features.jobs.starter import CREATING_GRACE_SECONDS
 from bot.features.jobs.tracking.tracker import SWEEP_SECONDS
@@ -12,8 +16,8 @@ from bot.features.jobs.wording import LOST_BEFORE_SUBMIT
 from bot.kernel import Command, Event, MessageRef, OutMessage, Place, User
 from simulator.server import serve
 from simulator.state import SimulatorConfig
-from storage import SqliteStore
-from tests.bot.features.jobs.support import bare_engines
+from storage import NewJob, SqliteStore
+from tests.bot.features.jobs.support import bare_engines, eventually, left_by_a_previous_run
 from tests.bot.harness import PLACE, ROOMY, harness
 from tests.fakes.platform import FakePlatform
 
@@ -110,6 +114,36 @@ async def test_a_command_handled_twice_starts_one_job(tmp_path: Path) -> None:
         assert first.command_key == "fake:m1"
         assert len(sim.state.requests_to("/gen/v2/imagine")) == 2
         assert len(platform.messages) == 2 and platform.ephemerals == []
+
+
+async def test_a_command_handled_again_waits_for_the_process_still_starting_its_job(
+    tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    """The grace another process has to post the job's message ran on real time, not on the
+    store's clock that stamped the job: on a clock behind real time it was over at once, and
+    a job another process was still starting was settled as never started under it."""
+    now = [1_700_000_000.0]
+    caplog.set_level(logging.INFO, logger="bot.features.jobs.starter")
+    command = Command(user=User("alice"), place=PLACE, name="imagine", key="fake:m1")
+    async with serve(MANUAL) as sim, bare_engines(sim, tmp_path, clock=lambda: now[0]) as bare:
+        new = NewJob(family="task", type="imagine", requester_id="alice", platform="fake",
+                     channel_id=PLACE.channel_id, command_key="fake:m1")  # fmt: skip
+        theirs = await left_by_a_previous_run(tmp_path / "genbot.db", new, clock=lambda: now[0])
+        again = asyncio.create_task(bare.engines.images.imagine(command, "a red fox"))
+        await eventually(lambda: "not starting it again" in caplog.text)
+        await bare.store.db.run(
+            lambda db: db.execute(
+                "UPDATE jobs SET progress_message_id = 'posted-by-them' WHERE id = ?",
+                (theirs.id,),
+            )
+        )
+        async with asyncio.timeout(5):
+            answer = await again
+
+        assert answer.id == theirs.id and answer.progress_message_id == "posted-by-them"
+        stored = await bare.store.jobs.get_job(theirs.id)
+        assert stored is not None and stored.status == "creating"
+        assert sim.state.requests_to("/gen/v2/imagine") == []
 
 
 async def test_a_refusal_at_start_is_said_in_the_language_of_the_channel_that_reads_it(
