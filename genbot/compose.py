@@ -233,10 +233,11 @@ def build_job_engines(
     :attr:`JobEngines.services` (media session, tracker — in start order) go to the core,
     :attr:`JobEngines.chat_jobs` to the chat engine.
 
-    ``shards``: the platform shards this process runs, for
-    the cluster's view; ``clock`` times polls, timeouts and delivery retries; ``results``
-    moderates finished describe results before they are stored; ``screen`` checks translated
-    prompts.
+    ``shards``: the platform shards this process runs, for the cluster's view; ``clock``
+    (wall time) stamps and compares what is stored: timeouts, due polls, delivery retries;
+    ``monotonic`` measures what lives only in this process: the wait between rounds, the
+    sweep, the lost-task span, the heartbeat's stall and reachability; ``results`` moderates
+    finished describe results before they are stored; ``screen`` checks translated prompts.
     """
     limits_settings = settings.limits
     watch = JobWatch(store.jobs)

@@ -22,7 +22,11 @@ outage (a restart, a stall) every lease looks expired, and the live processes ne
 heartbeat to renew theirs, so the first process back would otherwise take everyone's jobs. A
 heartbeat that took longer than one beat period counts as a stall too (the lease is measured
 again from its answer): a stall shorter than the heartbeat's deadline delays it without failing
-it, and leases expired for everyone meanwhile.
+it, and leases expired for everyone meanwhile. Both are measured on the monotonic clock, so a
+wall clock stepped forward during a heartbeat (an NTP step) is no stall — for a step shorter
+than a lease only: the renewal's ``lease_until`` is wall time (every process compares it with
+its own), and a renewal the wall clock says was written a lease or more late is rolled back,
+which counts as not reaching the database (:meth:`storage.JobLeasing.heartbeat`).
 
 On a shared database (PostgreSQL) a listener also waits for wakeups: another process that
 received a webhook for a job this one holds stores it and asks the owner to act now.

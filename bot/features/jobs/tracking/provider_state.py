@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import asyncio
 import logging
-import time
 from collections.abc import Callable, Container, Iterable, Sequence
 from contextlib import aclosing
 from dataclasses import dataclass
@@ -136,7 +135,7 @@ class ProviderState:
         *,
         on_done: Callable[[Job], None],
         clock: Callable[[], float],
-        monotonic: Callable[[], float] = time.monotonic,
+        monotonic: Callable[[], float],
         starting: Container[str],
         results: ScreensResults | None = None,
     ) -> None:
