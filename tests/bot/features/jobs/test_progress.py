@@ -60,6 +60,7 @@ async def test_progress_moves_and_the_same_message_becomes_the_grid(tmp_path: Pa
         sim.advance(30)
         clock.now += 30
         await engines.tracker.poll_round()
+        await engines.tracker.wait_idle()
         assert second_line(progress.text) == "Drawing (relax) · 0:35"
         edits = len(progress.history)
         clock.now += 2
