@@ -82,6 +82,14 @@ def value(samples: Samples, name: str, **labels: str) -> float:
     return samples.get((name, frozenset(labels.items())), 0.0)
 
 
+def imagines_ended(before: Samples, after: Samples, outcome: str = "completed") -> float:
+    """Imagine jobs counted ``completed`` (or ``failed``) between the two scrapes. A job is
+    counted once its outcome is recorded, after the message showing it was written: a browser
+    may see the message before the count moves."""
+    name = f"genbot_jobs_{outcome}_total"
+    return value(after, name, task_type="imagine") - value(before, name, task_type="imagine")
+
+
 async def scrape_until(runtime: Runtime, seen: Callable[[Samples], bool]) -> Samples:
     """Scrape until ``seen(samples)`` holds (bounded)."""
     async with asyncio.timeout(SCRAPE_WAIT):
@@ -188,7 +196,12 @@ async def test_metrics_move_when_a_job_runs_against_the_simulator(tmp_path: Path
             hook = f"{webhook_base_url(runtime.settings)}/no-such-job"
             async with session.post(hook, json={"task_id": "t"}) as refused:
                 assert refused.status == 401
-        after = await scrape_until(runtime, lambda s: value(s, LOOP_LAG) > value(before, LOOP_LAG))
+        after = await scrape_until(
+            runtime,
+            lambda s: (
+                value(s, LOOP_LAG) > value(before, LOOP_LAG) and imagines_ended(before, s) > 0
+            ),
+        )
 
     def moved(name: str, **labels: str) -> float:
         return value(after, name, **labels) - value(before, name, **labels)

@@ -21,7 +21,14 @@ from genbot.settings import Settings
 from simulator.server import RunningSimulator, serve
 from simulator.state import SimulatorConfig
 from tests.genbot.stack import playground_user
-from tests.genbot.test_ops import FAST_POLLING, Samples, scrape, scrape_until, value
+from tests.genbot.test_ops import (
+    FAST_POLLING,
+    Samples,
+    imagines_ended,
+    scrape,
+    scrape_until,
+    value,
+)
 
 UNFINISHED_WEB_JOB = "genbot_jobs"
 
@@ -100,7 +107,7 @@ async def test_a_job_the_provider_fails_is_counted_and_its_webhook_accepted(
             )
         await sim.webhooks_idle()
         delivered = [a for a in sim.state.webhook_attempts if a.delivered]
-        after = await scrape(runtime)
+        after = await scrape_until(runtime, lambda s: imagines_ended(before, s, "failed") > 0)
 
     def moved(name: str, **labels: str) -> float:
         return value(after, name, **labels) - value(before, name, **labels)
@@ -126,7 +133,7 @@ async def test_an_unreachable_address_counts_a_retry_and_a_failover_to_the_backu
             view = await user.watch()
             await user.command("/imagine a lighthouse at dusk")
             await view.until(lambda: any(m["images"] for m in view.messages.values()))
-        after = await scrape(runtime)
+        after = await scrape_until(runtime, lambda s: imagines_ended(before, s) > 0)
 
     def moved(name: str, **labels: str) -> float:
         return value(after, name, **labels) - value(before, name, **labels)
