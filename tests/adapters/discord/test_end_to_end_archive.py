@@ -144,9 +144,10 @@ async def test_a_german_search_lists_its_filters_under_its_heading(
     alice, general = fake.user("alice"), fake.channel("general")
     alice.locale = "de"
     db = tmp_path / "genbot.db"
-    async with real_genbot(harness, sim, db, edit_window_seconds=QUICK_WINDOW):
+    async with real_genbot(harness, sim, db, edit_window_seconds=QUICK_WINDOW) as genbot:
         await fake.slash(alice, general, "imagine", {"prompt": "a lighthouse at dusk"})
         await image_with(fake, general, "U1")
+        await genbot.posted("imagine")
         options = {"text": "lighthouse", "type": "imagine", "channel": "here", "date": "today"}
         await fake.slash(alice, general, "jobs", options)
         page = await told(fake, alice, 1)
