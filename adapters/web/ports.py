@@ -135,5 +135,6 @@ class PlaygroundHistory(Protocol):
         """None once following has started, then, for each message another process saves, its
         id and the :attr:`MessageToSave.notice` it was saved with (as it was: the playground's
         own text, which a process reads instead of the message when it does not show it; it
-        travels in a PostgreSQL ``NOTIFY``, so with the process's and message's ids it stays
-        under 8000 bytes)."""
+        travels in a PostgreSQL ``NOTIFY``, packed with the other saves of its batch, so it is
+        one line and stays short: with the process's and message's ids, one alone stays under
+        8000 bytes), in the order they were saved."""

@@ -1,6 +1,7 @@
 """The playground's messages and images, kept so that a restart (or another process) shows
-them too; where processes share the database, a save is announced to the others (``NOTIFY``,
-sent at commit). The saves asked for while one is under way go together in one transaction
+them too; where processes share the database, the saves are announced to the others
+(``NOTIFY``, sent at commit; a transaction's saves together: :func:`packed`). The saves asked
+for while one is under way go together in one transaction
 (:class:`~storage.queries.grouped.Grouped`), in the order they were asked."""
 
 from __future__ import annotations
@@ -108,6 +109,11 @@ SQL_NEW_KEY: Final = (
     " ON CONFLICT (name) DO NOTHING"
 )
 SQL_KEY: Final = "SELECT value FROM playground_meta WHERE name = 'session_key'"
+SAVES_APART: Final = "\n"
+"""Between the saves of a payload (a notice is one line: the playground's is compact JSON)."""
+PAYLOAD_MOST_BYTES: Final = 7000
+"""The longest payload a batch's saves are packed into: PostgreSQL refuses one of 8000 bytes
+and more (in the server's encoding; counted here in UTF-8, with room to spare)."""
 IMAGES_PER_QUERY: Final = 500
 MESSAGES_PER_QUERY: Final = 500
 
@@ -206,9 +212,8 @@ class PlaygroundHistory:
                 if message.answers is not None:
                     statements.append((SQL_ANSWERED, (False, message.answers)))
             if notify is not None:
-                process = self.owner.process_id
-                notices = [f"{process} {m.id} {m.notice}" for m, _, _ in batch]
-                statements.append((notify, (CHANNEL, notices)))
+                told = [(m.id, m.notice) for m, _, _ in batch]
+                statements.append((notify, (CHANNEL, packed(self.owner.process_id, told))))
             results = await tx.fetch_each(statements)
             versions = [int(results[n][0]["version"]) for n in saves]
             trim = {
@@ -340,15 +345,53 @@ class PlaygroundHistory:
 
     async def playground_updates(self) -> AsyncIterator[tuple[str, str] | None]:
         """None once following has started, then the id and the ``notice`` of each message
-        other processes save (only the None where the database has one process)."""
+        other processes save, in the order they were saved (only the None where the database
+        has one process): a payload (:func:`packed`) of this process's own is dropped on its
+        origin alone, the others are split into their saves."""
         async for payload in self.db.listen(CHANNEL):
             if payload is None:
                 yield None
                 continue
-            origin, _, saved = payload.partition(" ")
-            message_id, _, told = saved.partition(" ")
-            if origin != self.owner.process_id and message_id:
-                yield message_id, told
+            origin, _, saves = payload.partition(" ")
+            if origin == self.owner.process_id:
+                continue
+            for save in saves.split(SAVES_APART):
+                message_id, _, told = save.partition(" ")
+                if message_id:
+                    yield message_id, told
+
+
+def packed(origin: str, told: Sequence[tuple[str, str]]) -> list[str]:
+    """The payloads announcing a batch's saves (``told``: each message's id and notice, in the
+    order saved) from process ``origin``: ``origin id notice``, then a line ``id notice`` for
+    each further save, in as few payloads as keep each within :data:`PAYLOAD_MOST_BYTES` (a
+    save too long for that alone goes alone). A save told twice alike is told once, in its
+    first place, as PostgreSQL delivered the alike notices of a transaction when each save had
+    its own; a notice with a line break is sent empty (as the playground sends one too long:
+    its message is then read).
+
+    A payload of one save is the format of the genbot before packing, whose processes read
+    only the first save of a longer one, as a notice saying nothing (so they read that message
+    and miss the others): see docs/operations.md, "A rolling restart onto this version (packed
+    playground notices)"."""
+    payloads: list[str] = []
+    lines: list[str] = []
+    size = 0
+    saves = (f"{m} {'' if SAVES_APART in notice else notice}" for m, notice in told)
+    for save in dict.fromkeys(saves):
+        length = len(save.encode())
+        if lines and size + len(SAVES_APART) + length > PAYLOAD_MOST_BYTES:
+            payloads.append(SAVES_APART.join(lines))
+            lines = []
+        if lines:
+            lines.append(save)
+            size += len(SAVES_APART) + length
+        else:
+            lines.append(f"{origin} {save}")
+            size = len(origin.encode()) + 1 + length
+    if lines:
+        payloads.append(SAVES_APART.join(lines))
+    return payloads
 
 
 def no_longer_shown(batch: Sequence[Save], was_shown: Mapping[str, Sequence[str]]) -> set[str]:

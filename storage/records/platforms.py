@@ -77,7 +77,9 @@ class PlaygroundMessage:
     same transaction, so no process handles an answered command again."""
     notice: str = ""
     """What a save tells the other processes besides the message's id (the playground's own
-    text, kept nowhere): sent as it is, so it stays short (the whole notice under 8000 bytes)."""
+    text, kept nowhere): sent as it is, packed with the notices of the saves that go together
+    (:func:`storage.queries.playground.packed`), so it is one line (one with a line break is sent
+    empty) and stays short (alone, the whole notice under 8000 bytes)."""
 
 
 @dataclass(frozen=True)

@@ -7,6 +7,7 @@ import asyncio
 from dataclasses import replace
 from typing import Any
 
+import psycopg
 import pytest
 
 from storage import PlaygroundImage, PlaygroundMessage, ProcessInfo, Store
@@ -15,6 +16,7 @@ from storage.queries import playground as playground_queries
 from storage.queries.playground import SQL_IMAGES_ONLY_OF, SQL_SWEEP_IMAGES, SQL_SWEEP_UNSHOWN
 from storage.sql.dialect import text_inside
 from storage.sql.session import Session
+from tests.postgres import PostgresCluster
 from tests.storage.conftest import Database, ManualClock, PostgresSchema
 from tests.storage.counting import counted
 from tests.storage.helpers import (
@@ -518,3 +520,120 @@ async def test_the_images_are_matched_with_one_read_of_the_messages_whatever_the
 
     rows_visited = visits(await store.db.transaction(explain))
     assert rows_visited <= 10 * shown, f"{rows_visited} rows visited for {shown} images"
+
+
+async def notifications_until_marked(
+    listener: psycopg.AsyncConnection[Any], store: PostgresStore
+) -> list[str]:
+    """The payloads ``listener`` (listening on the playground's channel) heard from ``store``'s
+    process, up to a mark sent after them (bounded: 10 s)."""
+    origin = store.playground.owner.process_id
+    await store.db.execute("SELECT pg_notify(?, ?)", (playground_queries.CHANNEL, "mark"))
+    heard: list[str] = []
+    async with asyncio.timeout(10):
+        async for notification in listener.notifies():
+            if notification.payload == "mark":
+                return heard
+            if notification.payload.startswith(f"{origin} "):
+                heard.append(notification.payload)
+    raise AssertionError("the listener stopped")
+
+
+async def told_to_another_process(
+    url: str, clock: ManualClock, saves: list[PlaygroundMessage]
+) -> tuple[int, list[str], list[tuple[str, str] | None]]:
+    """Save ``saves`` together in one process: its transactions, the notifications a listener
+    heard from it, and what another process's :meth:`playground_updates` yielded of them."""
+    async with (
+        await PostgresStore.open(url, clock=clock) as store,
+        await PostgresStore.open(url, clock=clock) as other_store,
+        await psycopg.AsyncConnection.connect(url, autocommit=True) as listener,
+    ):
+        await listener.execute(f"LISTEN {playground_queries.CHANNEL}")
+        updates = aiter(other_store.playground.playground_updates())
+        assert await anext(updates) is None
+        trips = counted(store).trips
+        await asyncio.gather(
+            *(store.playground.save_playground_message(m, [], keep=100) for m in saves)
+        )
+        transactions = len(trips)
+        payloads = await notifications_until_marked(listener, store)
+        heard = [await asyncio.wait_for(anext(updates), 10) for _ in saves]
+        return transactions, payloads, heard
+
+
+async def test_a_batch_of_saves_is_told_in_one_notification_in_its_order(
+    postgres: PostgresCluster, clock: ManualClock, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Every process received one notification per message saved (three processes' notice
+    readers spent 0.25–0.35 s of CPU a bench phase, against 0.03–0.05 s alone); a batch's saves
+    now come in one, and are heard one by one, in their order."""
+    monkeypatch.setattr(playground_queries, "GATHER", LONG_GATHER)
+    saves = [replace(message(f"m{n}", f"c{n % 3}"), notice=f'{{"c":"c{n % 3}"}}') for n in range(8)]
+    transactions, payloads, heard = await told_to_another_process(
+        postgres.create_schema(), clock, saves
+    )
+    assert transactions == 1, "one batch"
+    assert len(payloads) == 1
+    assert heard == [(m.id, m.notice) for m in saves]
+
+
+async def test_a_batch_too_long_for_one_notification_is_told_in_a_few(
+    postgres: PostgresCluster, clock: ManualClock, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(playground_queries, "GATHER", LONG_GATHER)
+    told = '{"c":"general","v":"' + "x" * 900 + '"}'
+    saves = [replace(message(f"m{n}"), notice=told) for n in range(30)]
+    transactions, payloads, heard = await told_to_another_process(
+        postgres.create_schema(), clock, saves
+    )
+    assert transactions == 1, "one batch"
+    assert 4 <= len(payloads) <= 6, len(payloads)
+    assert all(len(p.encode()) <= playground_queries.PAYLOAD_MOST_BYTES for p in payloads)
+    assert heard == [(m.id, told) for m in saves]
+
+
+async def test_the_notices_of_either_format_are_read_and_this_processs_own_skipped(
+    postgres: PostgresCluster, clock: ManualClock
+) -> None:
+    """A payload of one save is the format of processes of the previous version (a rolling
+    restart); this process's own payloads are dropped whatever they hold."""
+    async with await PostgresStore.open(postgres.create_schema(), clock=clock) as store:
+        own = store.playground.owner.process_id
+        updates = aiter(store.playground.playground_updates())
+        assert await anext(updates) is None
+        for payload in (
+            'earlier-1 m1 {"c":"lab"}',
+            f'{own} m2 {{"c":"lab"}}\nm3 {{"c":"lab"}}',
+            "earlier-1 m4 ",
+            f'{own} m5 {{"c":"lab"}}',
+            'later-1 m6 {"c":"lab","n":1}\nm7 \nm8 {"c":"dm"}',
+            f"{own} ",
+            'later-1 m9 {"c":"lab"}',
+            "later-1 last ",
+        ):
+            await store.db.execute("SELECT pg_notify(?, ?)", (playground_queries.CHANNEL, payload))
+        heard = []
+        async with asyncio.timeout(10):
+            while (update := await anext(updates)) != ("last", ""):
+                heard.append(update)
+        assert heard == [
+            ("m1", '{"c":"lab"}'),
+            ("m4", ""),
+            ("m6", '{"c":"lab","n":1}'),
+            ("m7", ""),
+            ("m8", '{"c":"dm"}'),
+            ("m9", '{"c":"lab"}'),
+        ]
+
+
+def test_a_batch_is_packed_in_its_order_each_save_once_and_one_line_each() -> None:
+    told = [("m1", '{"c":"a"}'), ("m2", "two\nlines"), ("m1", '{"c":"a"}'), ("m3", "")]
+    assert playground_queries.packed("p", told) == ['p m1 {"c":"a"}\nm2 \nm3 ']
+    assert playground_queries.packed("p", [("m1", "x")]) == ["p m1 x"], "the earlier format"
+    long = "y" * playground_queries.PAYLOAD_MOST_BYTES
+    assert playground_queries.packed("p", [("m1", "x"), ("m2", long), ("m3", "z")]) == [
+        "p m1 x",
+        f"p m2 {long}",
+        "p m3 z",
+    ], "a save too long to pack goes alone, as before"
