@@ -212,8 +212,8 @@ class PlaygroundHistory:
                 if message.answers is not None:
                     statements.append((SQL_ANSWERED, (False, message.answers)))
             if notify is not None:
-                told = [(m.id, m.notice) for m, _, _ in batch]
-                statements.append((notify, (CHANNEL, packed(self.owner.process_id, told))))
+                notices = packed(self.owner.process_id, [(m.id, m.notice) for m, _, _ in batch])
+                statements.append((notify, (CHANNEL, notices)))
             results = await tx.fetch_each(statements)
             versions = [int(results[n][0]["version"]) for n in saves]
             trim = {
@@ -361,14 +361,18 @@ class PlaygroundHistory:
                     yield message_id, told
 
 
-def packed(origin: str, told: Sequence[tuple[str, str]]) -> list[str]:
-    """The payloads announcing a batch's saves (``told``: each message's id and notice, in the
+def packed(origin: str, saves: Sequence[tuple[str, str]]) -> list[str]:
+    """The payloads announcing a batch's saves (``saves``: each message's id and notice, in the
     order saved) from process ``origin``: ``origin id notice``, then a line ``id notice`` for
     each further save, in as few payloads as keep each within :data:`PAYLOAD_MOST_BYTES` (a
-    save too long for that alone goes alone). A save told twice alike is told once, in its
-    first place, as PostgreSQL delivered the alike notices of a transaction when each save had
-    its own; a notice with a line break is sent empty (as the playground sends one too long:
-    its message is then read).
+    save too long for that alone goes alone; as before packing, PostgreSQL refuses one of 8000
+    bytes and more, failing its batch). A save told twice alike is told once, in its first
+    place, as PostgreSQL delivered the alike notices of a transaction when each save had its
+    own; a notice with a line break is sent empty (as the playground sends one too long: its
+    message is then read). A save whose id has a space or a line break is not told: no payload
+    can carry that id so that a process reads it back (it would read other ids, found nowhere),
+    so the others show that message as they show one they missed live (none is made so: ids
+    are tokens).
 
     A payload of one save is the format of the genbot before packing, whose processes read
     only the first save of a longer one, as a notice saying nothing (so they read that message
@@ -377,8 +381,12 @@ def packed(origin: str, told: Sequence[tuple[str, str]]) -> list[str]:
     payloads: list[str] = []
     lines: list[str] = []
     size = 0
-    saves = (f"{m} {'' if SAVES_APART in notice else notice}" for m, notice in told)
-    for save in dict.fromkeys(saves):
+    written = (
+        f"{m} {'' if SAVES_APART in notice else notice}"
+        for m, notice in saves
+        if " " not in m and SAVES_APART not in m
+    )
+    for save in dict.fromkeys(written):
         length = len(save.encode())
         if lines and size + len(SAVES_APART) + length > PAYLOAD_MOST_BYTES:
             payloads.append(SAVES_APART.join(lines))

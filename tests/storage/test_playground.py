@@ -588,7 +588,7 @@ async def test_a_batch_too_long_for_one_notification_is_told_in_a_few(
         postgres.create_schema(), clock, saves
     )
     assert transactions == 1, "one batch"
-    assert 4 <= len(payloads) <= 6, len(payloads)
+    assert [p.count("\n") + 1 for p in payloads] == [7, 7, 7, 7, 2], "7 saves of 926 bytes fit"
     assert all(len(p.encode()) <= playground_queries.PAYLOAD_MOST_BYTES for p in payloads)
     assert heard == [(m.id, told) for m in saves]
 
@@ -628,8 +628,8 @@ async def test_the_notices_of_either_format_are_read_and_this_processs_own_skipp
 
 
 def test_a_batch_is_packed_in_its_order_each_save_once_and_one_line_each() -> None:
-    told = [("m1", '{"c":"a"}'), ("m2", "two\nlines"), ("m1", '{"c":"a"}'), ("m3", "")]
-    assert playground_queries.packed("p", told) == ['p m1 {"c":"a"}\nm2 \nm3 ']
+    saves = [("m1", '{"c":"a"}'), ("m2", "two\nlines"), ("m1", '{"c":"a"}'), ("m3", "")]
+    assert playground_queries.packed("p", saves) == ['p m1 {"c":"a"}\nm2 \nm3 ']
     assert playground_queries.packed("p", [("m1", "x")]) == ["p m1 x"], "the earlier format"
     long = "y" * playground_queries.PAYLOAD_MOST_BYTES
     assert playground_queries.packed("p", [("m1", "x"), ("m2", long), ("m3", "z")]) == [
@@ -637,3 +637,23 @@ def test_a_batch_is_packed_in_its_order_each_save_once_and_one_line_each() -> No
         f"p m2 {long}",
         "p m3 z",
     ], "a save too long to pack goes alone, as before"
+
+
+def test_a_payload_holds_up_to_its_most_bytes_counted_in_utf_8() -> None:
+    most, origin = playground_queries.PAYLOAD_MOST_BYTES, "höst-1-abc"
+    first = "ü" * 1000
+    room = most - len(f"{origin} m1 {first}\nm2 ".encode())
+    exact = [("m1", first), ("m2", "ü" * (room // 2) + "x" * (room % 2))]
+    payloads = playground_queries.packed(origin, exact)
+    assert [len(p.encode()) for p in payloads] == [most], "exactly the most bytes: one payload"
+    over = [("m1", first), ("m2", "ü" * (room // 2) + "x" * (room % 2 + 1))]
+    payloads = playground_queries.packed(origin, over)
+    assert len(payloads) == 2, "one byte more: two"
+    assert all(p.startswith(f"{origin} ") and len(p.encode()) <= most for p in payloads)
+
+
+def test_a_save_whose_id_no_payload_can_carry_is_not_told() -> None:
+    """A process would read other ids of it (a space ends an id, a line break a save)."""
+    saves = [("m1", "a"), ("b\nc", ""), ("d e", "f"), ("m2", "g")]
+    assert playground_queries.packed("p", saves) == ["p m1 a\nm2 g"]
+    assert playground_queries.packed("p", [("d e", "f")]) == []
