@@ -22,7 +22,7 @@ from storage.records.jobs import (
     Lease,
     ResultChange,
 )
-from storage.sql.dialect import marks
+from storage.sql.dialect import Dialect, marks
 from storage.sql.session import Database, Row, Session, from_json, record, to_json
 
 JSON_FIELDS: Final[dict[str, Any]] = {
@@ -139,26 +139,55 @@ class JobWriter(JobReader):
         changes nothing. Entering ``finished``, ``failed`` or
         ``create_failed`` stamps ``finished_at`` unless given or already set. A move
         ``JOB_TRANSITIONS`` does not allow raises :class:`StorageError`."""
+        if links:
+            moved = await self.transition_returning(
+                job_id, from_statuses, to_status, links=links, fence=fence, **fields
+            )
+            return moved is not None
         move = JobMove(job_id, from_statuses, to_status, fields, fence)
-        sql, values = compare_and_set(move, self.clock())
-        if not links:
-            return await self.db.execute(sql, values, repeatable=True) == 1
-        return await self._linked_moves((sql, values, links))
+        sql, values = compare_and_set(move, self.clock(), self.db.dialect)
+        return await self.db.execute(sql, values, repeatable=True) == 1
+
+    async def transition_returning(
+        self,
+        job_id: str,
+        from_statuses: JobStatus | Iterable[JobStatus],
+        to_status: JobStatus,
+        *,
+        noted: Mapping[str, Any] | None = None,
+        links: Sequence[JobMessage] = (),
+        fence: Lease | None = None,
+        **fields: Any,
+    ) -> Job | None:
+        """:meth:`transition`, answering the job as the move left it (read by the move's own
+        statement, ``RETURNING``), or None when it did not move. ``noted``: keys the move sets
+        in the job's stored result, every other key as the row holds it when the move is made
+        (not ``result`` as the caller read it), so a change of the result made since (a button
+        marked pressed by a concurrent press, in any process) stays and shows in the answer.
+        Their values must not be objects or null (:meth:`Dialect.json_merged`)."""
+        move = JobMove(job_id, from_statuses, to_status, fields, fence)
+        sql, values = compare_and_set(move, self.clock(), self.db.dialect, noted)
+        sql += " RETURNING *"
+        if links:
+            return await self._linked_moves((sql, values, links))
+        row = await self.db.fetch_one(sql, values, repeatable=True)
+        return None if row is None else job_from_row(row)
 
     @functools.cached_property
-    def _linked_moves(self) -> Grouped[LinkedMove, bool]:
+    def _linked_moves(self) -> Grouped[LinkedMove, Job | None]:
         return Grouped(self._move_together)
 
-    async def _move_together(self, batch: Sequence[LinkedMove]) -> list[bool]:
-        """One transaction for ``batch``: the moves (alike ones as one batch), then the links of
-        those that moved."""
+    async def _move_together(self, batch: Sequence[LinkedMove]) -> list[Job | None]:
+        """One transaction for ``batch``: the moves (sent together), then the links of those
+        that moved."""
 
-        async def work(tx: Session) -> list[bool]:
-            moved = await moved_alike(tx, [(sql, values) for sql, values, _ in batch])
+        async def work(tx: Session) -> list[Job | None]:
+            answers = await tx.fetch_each([(sql, values) for sql, values, _ in batch])
+            moved = [job_from_row(rows[0]) if rows else None for rows in answers]
             rows = [
                 (link.platform, link.channel_id, link.message_id, link.job_id, link.kind)
-                for (_, _, links), done in zip(batch, moved, strict=True)
-                if done
+                for (_, _, links), job in zip(batch, moved, strict=True)
+                if job is not None
                 for link in links
             ]
             if rows:
@@ -172,7 +201,9 @@ class JobWriter(JobReader):
         together: moves alike (the same statuses and field names, so the same statement) go as
         one batch (:meth:`Session.execute_each`: one round trip on PostgreSQL). Each is its own
         compare-and-set; whether each moved, in order."""
-        return await moved_alike(self.db, [compare_and_set(move, self.clock()) for move in moves])
+        now, dialect = self.clock(), self.db.dialect
+        statements = [compare_and_set(move, now, dialect) for move in moves]
+        return await moved_alike(self.db, statements)
 
     async def update_job(self, job_id: str, **fields: Any) -> bool:
         """Set fields (see ``UPDATABLE_FIELDS``; JSON fields take Python values)
@@ -246,12 +277,19 @@ async def moved_alike(
     return moved
 
 
-def compare_and_set(move: JobMove, now: float) -> tuple[str, list[Any]]:
-    """The compare-and-set ``UPDATE`` of ``move`` and its values."""
+def compare_and_set(
+    move: JobMove, now: float, dialect: Dialect, noted: Mapping[str, Any] | None = None
+) -> tuple[str, list[Any]]:
+    """The compare-and-set ``UPDATE`` of ``move`` and its values; ``noted``: keys it sets in
+    the stored result (see :meth:`JobWriter.transition_returning`)."""
     sources = check_transition(move.from_statuses, move.to_status)
     changes = {"status": move.to_status, "updated_at": now, **encoded_fields(move.fields)}
     assignments = [f"{name} = ?" for name in changes]
     values = [*changes.values()]
+    if noted:
+        check_noted(noted, move.fields)
+        assignments.append(f"result = {dialect.json_merged('result')}")
+        values.append(to_json(dict(noted)))
     if move.to_status in DONE_AT_PROVIDER and "finished_at" not in changes:
         assignments.append("finished_at = COALESCE(finished_at, ?)")
         values.append(now)
@@ -264,6 +302,16 @@ def compare_and_set(move: JobMove, now: float) -> tuple[str, list[Any]]:
         sql += " AND owner = ? AND lease_generation = ?"
         values += [move.fence.owner, move.fence.generation]
     return sql, values
+
+
+def check_noted(noted: Mapping[str, Any], fields: Mapping[str, Any]) -> None:
+    """Refuse result keys a move cannot set alike on both backends (objects, null), or beside
+    the whole result."""
+    if "result" in fields:
+        raise StorageError("a move sets the whole result or notes keys in it, not both")
+    whole = [key for key, value in noted.items() if value is None or isinstance(value, Mapping)]
+    if whole:
+        raise StorageError(f"result keys noted by a move cannot be objects or null: {whole}")
 
 
 def status_tuple(statuses: JobStatus | Iterable[JobStatus]) -> tuple[JobStatus, ...]:

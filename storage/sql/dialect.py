@@ -71,6 +71,15 @@ class Dialect:
             return f"json_extract({column}, '$.{key}')"
         return f"({column}->>'{key}')"
 
+    def json_merged(self, column: str) -> str:
+        """The JSON object in ``column`` with the keys of the JSON object given as the one value
+        set to that object's values (its other keys as stored). Those values replace what is
+        stored whole: they must not be objects or null (SQLite merges objects into objects and
+        drops keys given null, PostgreSQL does neither)."""
+        if self.name == "sqlite":
+            return f"json_patch({column}, ?)"
+        return f"({column} || CAST(? AS jsonb))"
+
     def json_contains(self, column: str, value: str) -> str:
         """Whether the JSON array in ``column`` has the text ``value`` (an expression)."""
         if self.name == "sqlite":

@@ -235,6 +235,51 @@ async def test_linked_moves_asked_together_share_one_transaction(store: Store) -
     assert [job.id if job else None for job in linked] == [job.id for job in jobs[:3]] + [None]
 
 
+async def test_a_move_noting_result_keys_keeps_a_change_made_since_and_answers_it(
+    store: Store, other_store: Store
+) -> None:
+    """A result's delivery notes its image's size as it records the job posted; a button
+    pressed meanwhile (in another process) was marked in the stored result: the move keeps the
+    mark and its answer shows it, from the move's own statement."""
+    job = await create_job(store.admission, new_job(status="posting"))
+    await store.jobs.change_job_result(job.id, lambda result: {**result, "seed": "7"})
+    read = await store.jobs.get_job(job.id)
+    assert read is not None
+    await other_store.jobs.change_job_result(job.id, lambda result: {**result, "pressed": ["u1"]})
+    counting = counted(store)
+
+    link = JobMessage("discord", "c1", "m-result", job.id, "result")
+    moved = await store.jobs.transition_returning(
+        job.id,
+        "posting",
+        "posted",
+        noted={"width": 64, "height": 32, "seed": "8"},
+        links=[link],
+        result_message_id="m-result",
+        fence=read.lease,
+    )
+
+    statements = [sql for trip in counting.trips for sql, _ in trip.statements]
+    assert len(counting.trips) == 1 and not any(sql.startswith("SELECT") for sql in statements)
+    assert moved is not None and moved == await store.jobs.get_job(job.id)
+    assert moved.result == {"seed": "8", "pressed": ["u1"], "width": 64, "height": 32}
+    assert (moved.status, moved.result_message_id) == ("posted", "m-result")
+    assert await store.message_links.job_for_message("discord", "c1", "m-result") == moved
+    assert await store.jobs.transition_returning(job.id, "posting", "posted") is None
+
+
+async def test_a_move_notes_only_what_both_backends_set_alike(store: Store) -> None:
+    job = await create_job(store.admission, new_job(status="posting"))
+    for noted in ({"size": {"width": 1}}, {"width": None}):
+        with pytest.raises(StorageError, match="objects or null"):
+            await store.jobs.transition_returning(job.id, "posting", "posted", noted=noted)
+    with pytest.raises(StorageError, match="not both"):
+        await store.jobs.transition_returning(
+            job.id, "posting", "posted", noted={"width": 1}, result={}
+        )
+    assert (await store.jobs.get_job(job.id) or job).status == "posting"
+
+
 async def test_leases_and_statuses_asked_together_are_read_in_one_statement(
     store: Store,
 ) -> None:

@@ -40,6 +40,10 @@ progress message is deleted.
 
 Used buttons (:class:`ButtonMarks`): a pressed button is remembered on the job it was pressed on and
 drawn primary (as Midjourney marks them), and a second press is answered with a link to the result.
+A press can land after the result is written and before the job is recorded ``posted`` (its
+mark cannot be drawn yet): the move to ``posted`` only adds its own keys to the stored result,
+keeping such marks, and answers the job as moved, so the delivery redraws the buttons when they
+gained marks since it read the job (in the common case, no statement more).
 """
 
 from __future__ import annotations
@@ -49,7 +53,7 @@ import logging
 import math
 import time
 from collections import OrderedDict
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, replace
 from typing import Any
 
@@ -63,7 +67,7 @@ from bot.features.jobs.params import (
     job_language,
     result_with,
 )
-from bot.features.jobs.result_messages import ResultMessages, pressed_actions
+from bot.features.jobs.result_messages import ResultMessages, drawn_marks, pressed_actions
 from bot.features.jobs.tracking.retry import DeliveryRetry
 from bot.features.jobs.tracking.watch import JobWatch
 from bot.features.jobs.wording import ELAPSED_STEP, Position
@@ -171,6 +175,13 @@ class ButtonMarks:
                 await self.redraw(current)
         except Exception as error:
             log.warning("could not mark %s pressed on job %s: %r", action, parent.id, error)
+
+    async def catch_up(self, shown: Job, recorded: Job) -> None:
+        """Redraw the result of ``recorded`` (as its move to ``posted`` left it) when buttons
+        were marked on it (pressed, refused) after ``shown`` was read, which its message was
+        written from: a press in between found the job not yet posted and could not redraw."""
+        if drawn_marks(recorded) != drawn_marks(shown):
+            await self.redraw(recorded)
 
     async def redraw(self, job: Job) -> None:
         """Show ``job``'s current buttons (pressed ones marked, refused ones disabled) on its
@@ -505,14 +516,16 @@ class JobMessages:
             return await self._report_failure(job)
 
     async def _post_result(self, job: Job) -> float | None:
+        stored = job.result
         try:
             job = await self._references_read(job)
             ref, size = await self._show_result(job)
         except Exception as error:
             return await self._retry_later(job, "posting", "finished", error)
-        await self._finish(
-            job, "posting", "posted", ref, "result", result=result_with(job, size=size)
-        )
+        noted = {k: v for k, v in result_with(job, size=size).items() if stored.get(k) != v}
+        recorded = await self._finish(job, "posting", "posted", ref, "result", noted=noted)
+        if recorded is not None:
+            await self.marks.catch_up(job, recorded)
         self.experience.estimates.observe(job)
         if job.family == "diffusion":
             self.experience.models.observe(job)
@@ -617,22 +630,25 @@ class JobMessages:
         done: JobStatus,
         ref: MessageRef,
         kind: JobMessageKind,
-        **fields: Any,
-    ) -> None:
+        *,
+        noted: Mapping[str, Any] | None = None,
+    ) -> Job | None:
+        """Record ``job`` ``done`` (from ``claimed``) with its message ``ref``, ``noted``
+        set in its result; the job as recorded, or None when it was taken over meanwhile."""
         link = JobMessage(job.platform, job.channel_id, ref.message_id, job.id, kind)
-        recorded = await self._store.jobs.transition(
+        recorded = await self._store.jobs.transition_returning(
             job.id,
             claimed,
             done,
+            noted=noted,
             result_message_id=ref.message_id,
             links=[link],
             fence=job.lease,
-            **fields,
         )
         self._watch.touch(job.id)
-        if not recorded:
+        if recorded is None:
             log.info("job %s was taken over while it was delivered; its owner records it", job.id)
-            return
+            return None
         await self._end_drawing(job)
         if done == "posted":
             metrics.JOBS_COMPLETED.labels(job.type).inc()
@@ -641,6 +657,7 @@ class JobMessages:
                 metrics.FINISHED_TO_POSTED.labels(job.platform).observe(waited)
         else:
             metrics.JOBS_FAILED.labels(job.type).inc()
+        return recorded
 
     async def _retry_later(
         self, job: Job, claimed: JobStatus, release: JobStatus, error: Exception

@@ -59,6 +59,12 @@ def pressed_actions(job: Job) -> frozenset[str]:
     return frozenset(str(action) for action in JobResult.of(job).pressed)
 
 
+def drawn_marks(job: Job) -> tuple[frozenset[str], frozenset[str]]:
+    """What ``job``'s result buttons show of what happened since it was posted: the actions
+    pressed (drawn primary) and those the provider refused (disabled)."""
+    return pressed_actions(job), frozenset(JobResult.of(job).refused_actions)
+
+
 class ResultMessages:
     """Builds result messages (downloading the images to re-upload) for the platforms of
     ``profiles`` (what each allows)."""

@@ -1,4 +1,5 @@
-"""Pressed buttons drawn primary: marks made at once on one job all end up on its message."""
+"""Pressed buttons drawn primary: marks made at once on one job all end up on its message, and
+a press landing after a result is written but before it is recorded shows once it is."""
 
 from __future__ import annotations
 
@@ -7,7 +8,7 @@ import contextlib
 from pathlib import Path
 
 from bot.kernel import MessageRef, OutMessage
-from tests.bot.features.jobs.support import run_command
+from tests.bot.features.jobs.support import press, run_command
 from tests.bot.harness import ROOMY, harness
 from tests.fakes.platform import FakePlatform
 
@@ -31,6 +32,54 @@ class HoldsTheFirstEdit(FakePlatform):
             async with asyncio.timeout(HELD_EDIT_WAIT):
                 await self.release.wait()
         await super().edit(ref, message)
+
+
+class HoldsTheShownResult(FakePlatform):
+    """Shows the first result (an edit carrying images) at once, then holds the write's
+    return until ``release`` is set: genbot records its job ``posted`` only after that."""
+
+    def __init__(self) -> None:
+        super().__init__(profile=ROOMY)
+        self.hold = True
+        self.holding = asyncio.Event()
+        self.release = asyncio.Event()
+
+    async def edit(self, ref: MessageRef, message: OutMessage) -> None:
+        await super().edit(ref, message)
+        if message.images and self.hold:
+            self.hold = False
+            self.holding.set()
+            async with asyncio.timeout(HELD_EDIT_WAIT):
+                await self.release.wait()
+
+
+async def test_a_press_before_the_result_is_recorded_shows_once_it_is(tmp_path: Path) -> None:
+    """U1 pressed on a grid already shown but not yet recorded ``posted``: its mark was stored
+    but could not be drawn (the job was not posted), and the move to ``posted`` overwrote the
+    stored result with the one the delivery had read, so the mark was lost for good."""
+    platform = HoldsTheShownResult()
+    async with harness(tmp_path, platform=platform) as bot:
+        alice = bot.actor()
+        await alice.command("imagine", prompt="a red fox")
+        async with asyncio.timeout(HELD_EDIT_WAIT):
+            await platform.holding.wait()
+        job = await bot.latest_job()
+        grid = bot.progress(job)
+        assert grid.message.images and grid.button("U1").style == "secondary"
+
+        await press(bot, alice, grid, "U1")
+        unrecorded = await bot.store.jobs.get_job(job.id)
+        assert unrecorded is not None and unrecorded.status == "posting", "pressed in the window"
+        assert grid.button("U1").style == "secondary"
+
+        platform.release.set()
+        await bot.settled(job.id)
+        await bot.jobs.tracker.wait_idle()
+
+        assert grid.button("U1").style == "primary"
+        stored = await bot.store.jobs.get_job(job.id)
+        assert stored is not None and stored.result["pressed"] == ["upscale1"]
+        assert {"width", "height"} <= set(stored.result), "the delivery's own keys are noted"
 
 
 async def test_two_marks_at_once_both_show_whichever_edit_is_slower(tmp_path: Path) -> None:
