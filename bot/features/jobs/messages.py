@@ -274,6 +274,10 @@ class JobMessages:
         self.held_images = HeldImages(RESULTS_AT_MOST_HELD * media.max_bytes)
         """The result images deliveries hold until their writes return, bounded in bytes."""
         self.marks = ButtonMarks(store.jobs, outbox, self.results)
+        self.recording: set[str] = set()
+        """The jobs whose delivery has shown their outcome and records it: from the move on
+        they are no longer in flight, so a heartbeat that no longer finds them held must not
+        stop the delivery as taken over (a takeover's fence refuses the move anyway)."""
 
     # Writing through the outbox -----------------------------------------------------------------
 
@@ -510,10 +514,13 @@ class JobMessages:
         job = await self._store.claims.claim_delivery(job_id, self._platforms, self._clock())
         if job is None:
             return None
-        with speaking(job_language(job)):
-            if job.status == "posting":
-                return await self._post_result(job)
-            return await self._report_failure(job)
+        try:
+            with speaking(job_language(job)):
+                if job.status == "posting":
+                    return await self._post_result(job)
+                return await self._report_failure(job)
+        finally:
+            self.recording.discard(job_id)
 
     async def _post_result(self, job: Job) -> float | None:
         stored = job.result
@@ -636,6 +643,7 @@ class JobMessages:
         """Record ``job`` ``done`` (from ``claimed``) with its message ``ref``, ``noted``
         set in its result; the job as recorded, or None when it was taken over meanwhile."""
         link = JobMessage(job.platform, job.channel_id, ref.message_id, job.id, kind)
+        self.recording.add(job.id)
         recorded = await self._store.jobs.transition_returning(
             job.id,
             claimed,

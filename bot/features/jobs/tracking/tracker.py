@@ -436,10 +436,12 @@ class Tracker:
     def _keep_only(self, held: frozenset[str], beat: int) -> None:
         """Stop delivering the jobs this process no longer holds (taken over while it
         stalled), as heartbeat number ``beat`` counted them: a delivery started once that
-        heartbeat had asked is newer than what ``held`` knows."""
+        heartbeat had asked is newer than what ``held`` knows. A delivery recording its
+        outcome is not stopped: the job left ``held`` by its own move."""
         for job_id, task in list(self._deliveries.items()):
             started = self._delivering_since.get(job_id, beat)
-            if job_id not in held and started < beat and not task.done():
+            gone = job_id not in held and job_id not in self._delivery.recording
+            if gone and started < beat and not task.done():
                 log.info("job %s was taken over by another process; stopped delivering it", job_id)
                 task.cancel()
 

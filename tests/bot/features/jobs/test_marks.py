@@ -82,6 +82,52 @@ async def test_a_press_before_the_result_is_recorded_shows_once_it_is(tmp_path: 
         assert {"width", "height"} <= set(stored.result), "the delivery's own keys are noted"
 
 
+class HoldsTheResultThenItsRedraw(HoldsTheShownResult):
+    """As :class:`HoldsTheShownResult`; then, once ``redrawn`` names a message, holds the next
+    edit of that message (before it shows) until ``release_redraw`` is set."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.redrawn: str | None = None
+        self.redrawing = asyncio.Event()
+        self.release_redraw = asyncio.Event()
+
+    async def edit(self, ref: MessageRef, message: OutMessage) -> None:
+        if ref.message_id == self.redrawn:
+            self.redrawn = None
+            self.redrawing.set()
+            async with asyncio.timeout(HELD_EDIT_WAIT):
+                await self.release_redraw.wait()
+        await super().edit(ref, message)
+
+
+async def test_a_heartbeat_during_the_late_press_redraw_does_not_stop_it(tmp_path: Path) -> None:
+    """The redraw of a press that came before the result was recorded runs after the move to
+    ``posted``: a heartbeat then no longer finds the job held (it is not in flight any more),
+    and took that for a takeover, cancelling the delivery and with it the redraw."""
+    platform = HoldsTheResultThenItsRedraw()
+    async with harness(tmp_path, platform=platform) as bot:
+        alice = bot.actor()
+        await alice.command("imagine", prompt="a red fox")
+        async with asyncio.timeout(HELD_EDIT_WAIT):
+            await platform.holding.wait()
+        job = await bot.latest_job()
+        grid = bot.progress(job)
+        await press(bot, alice, grid, "U1")
+        platform.redrawn = grid.ref.message_id
+
+        platform.release.set()
+        async with asyncio.timeout(HELD_EDIT_WAIT):
+            await platform.redrawing.wait()
+        recorded = await bot.store.jobs.get_job(job.id)
+        assert recorded is not None and recorded.status == "posted"
+        await bot.jobs.tracker.leases.beat()
+        platform.release_redraw.set()
+        await bot.jobs.tracker.wait_idle()
+
+        assert grid.button("U1").style == "primary"
+
+
 async def test_two_marks_at_once_both_show_whichever_edit_is_slower(tmp_path: Path) -> None:
     platform = HoldsTheFirstEdit()
     async with harness(tmp_path, platform=platform) as bot:
