@@ -8,9 +8,10 @@ import contextlib
 from pathlib import Path
 
 from bot.kernel import MessageRef, OutMessage
+from storage import Job
 from tests.bot.features.jobs.support import press, run_command
-from tests.bot.harness import ROOMY, harness
-from tests.fakes.platform import FakePlatform
+from tests.bot.harness import ROOMY, Genbot, harness
+from tests.fakes.platform import FakePlatform, PostedMessage
 
 HELD_EDIT_WAIT = 10.0
 OTHER_MARK_WAIT = 1.0
@@ -53,21 +54,29 @@ class HoldsTheShownResult(FakePlatform):
                 await self.release.wait()
 
 
+async def pressed_while_shown(
+    bot: Genbot, platform: HoldsTheShownResult
+) -> tuple[Job, PostedMessage]:
+    """Alice's grid, shown and held before it is recorded ``posted``, and U1 pressed on it
+    (drawn unpressed until then)."""
+    alice = bot.actor()
+    await alice.command("imagine", prompt="a red fox")
+    async with asyncio.timeout(HELD_EDIT_WAIT):
+        await platform.holding.wait()
+    job = await bot.latest_job()
+    grid = bot.progress(job)
+    assert grid.message.images and grid.button("U1").style == "secondary"
+    await press(bot, alice, grid, "U1")
+    return job, grid
+
+
 async def test_a_press_before_the_result_is_recorded_shows_once_it_is(tmp_path: Path) -> None:
     """U1 pressed on a grid already shown but not yet recorded ``posted``: its mark was stored
     but could not be drawn (the job was not posted), and the move to ``posted`` overwrote the
     stored result with the one the delivery had read, so the mark was lost for good."""
     platform = HoldsTheShownResult()
     async with harness(tmp_path, platform=platform) as bot:
-        alice = bot.actor()
-        await alice.command("imagine", prompt="a red fox")
-        async with asyncio.timeout(HELD_EDIT_WAIT):
-            await platform.holding.wait()
-        job = await bot.latest_job()
-        grid = bot.progress(job)
-        assert grid.message.images and grid.button("U1").style == "secondary"
-
-        await press(bot, alice, grid, "U1")
+        job, grid = await pressed_while_shown(bot, platform)
         unrecorded = await bot.store.jobs.get_job(job.id)
         assert unrecorded is not None and unrecorded.status == "posting", "pressed in the window"
         assert grid.button("U1").style == "secondary"
@@ -107,13 +116,7 @@ async def test_a_heartbeat_during_the_late_press_redraw_does_not_stop_it(tmp_pat
     and took that for a takeover, cancelling the delivery and with it the redraw."""
     platform = HoldsTheResultThenItsRedraw()
     async with harness(tmp_path, platform=platform) as bot:
-        alice = bot.actor()
-        await alice.command("imagine", prompt="a red fox")
-        async with asyncio.timeout(HELD_EDIT_WAIT):
-            await platform.holding.wait()
-        job = await bot.latest_job()
-        grid = bot.progress(job)
-        await press(bot, alice, grid, "U1")
+        job, grid = await pressed_while_shown(bot, platform)
         platform.redrawn = grid.ref.message_id
 
         platform.release.set()
