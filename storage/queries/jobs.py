@@ -39,7 +39,8 @@ UPDATABLE_FIELDS: Final[frozenset[str]] = frozenset(JSON_FIELDS) | {
 }  # fmt: skip
 """Fields ``update_job`` and ``transition`` accept as keywords."""
 LinkedMove = tuple[str, list[Any], Sequence[JobMessage]]
-"""A compare-and-set move's statement and values, and the links committed with it."""
+"""A compare-and-set move's statement (``RETURNING`` what its caller reads back) and values,
+and the links committed with it."""
 DONE_AT_PROVIDER: Final[frozenset[str]] = frozenset(("finished", "failed", "create_failed"))
 """Entering one of these stamps ``finished_at`` (unless given or already set)."""
 SQL_JOB_BY_ID: Final = "SELECT * FROM jobs WHERE id = ?"
@@ -139,16 +140,13 @@ class JobWriter(JobReader):
         changes nothing. Entering ``finished``, ``failed`` or
         ``create_failed`` stamps ``finished_at`` unless given or already set. A move
         ``JOB_TRANSITIONS`` does not allow raises :class:`StorageError`."""
-        if links:
-            moved = await self.transition_returning(
-                job_id, from_statuses, to_status, links=links, fence=fence, **fields
-            )
-            return moved is not None
         move = JobMove(job_id, from_statuses, to_status, fields, fence)
         sql, values = compare_and_set(move, self.clock(), self.db.dialect)
+        if links:
+            return await self._linked_moves((sql + " RETURNING id", values, links)) is not None
         return await self.db.execute(sql, values, repeatable=True) == 1
 
-    async def transition_returning(
+    async def transition_noting(
         self,
         job_id: str,
         from_statuses: JobStatus | Iterable[JobStatus],
@@ -158,36 +156,39 @@ class JobWriter(JobReader):
         links: Sequence[JobMessage] = (),
         fence: Lease | None = None,
         **fields: Any,
-    ) -> Job | None:
-        """:meth:`transition`, answering the job as the move left it (read by the move's own
-        statement, ``RETURNING``), or None when it did not move. ``noted``: keys the move sets
-        in the job's stored result, every other key as the row holds it when the move is made
-        (not ``result`` as the caller read it), so a change of the result made since (a button
-        marked pressed by a concurrent press, in any process) stays and shows in the answer.
-        Their values must not be objects or null (:meth:`Dialect.json_merged`)."""
+    ) -> dict[str, Any] | None:
+        """:meth:`transition`, answering the job's result as the move left it (read by the
+        move's own statement, ``RETURNING result``: the job's other columns are not read), or
+        None when it did not move. ``noted``: keys the move sets in the job's stored result,
+        every other key as the row holds it when the move is made (not ``result`` as the caller
+        read it), so a change of the result made since (a button marked pressed by a concurrent
+        press, in any process) stays and shows in the answer. Their values must not be objects
+        or null (:meth:`Dialect.json_merged`)."""
         move = JobMove(job_id, from_statuses, to_status, fields, fence)
         sql, values = compare_and_set(move, self.clock(), self.db.dialect, noted)
-        sql += " RETURNING *"
+        sql += " RETURNING result"
         if links:
-            return await self._linked_moves((sql, values, links))
-        row = await self.db.fetch_one(sql, values, repeatable=True)
-        return None if row is None else job_from_row(row)
+            row = await self._linked_moves((sql, values, links))
+        else:
+            row = await self.db.fetch_one(sql, values, repeatable=True)
+        return None if row is None else from_json(row["result"], {})
 
     @functools.cached_property
-    def _linked_moves(self) -> Grouped[LinkedMove, Job | None]:
+    def _linked_moves(self) -> Grouped[LinkedMove, Row | None]:
         return Grouped(self._move_together)
 
-    async def _move_together(self, batch: Sequence[LinkedMove]) -> list[Job | None]:
+    async def _move_together(self, batch: Sequence[LinkedMove]) -> list[Row | None]:
         """One transaction for ``batch``: the moves (sent together), then the links of those
-        that moved."""
+        that moved. Each move's answer: the row its ``RETURNING`` read (what its caller asked
+        back), or None when it did not move."""
 
-        async def work(tx: Session) -> list[Job | None]:
+        async def work(tx: Session) -> list[Row | None]:
             answers = await tx.fetch_each([(sql, values) for sql, values, _ in batch])
-            moved = [job_from_row(rows[0]) if rows else None for rows in answers]
+            moved = [rows[0] if rows else None for rows in answers]
             rows = [
                 (link.platform, link.channel_id, link.message_id, link.job_id, link.kind)
-                for (_, _, links), job in zip(batch, moved, strict=True)
-                if job is not None
+                for (_, _, links), row in zip(batch, moved, strict=True)
+                if row is not None
                 for link in links
             ]
             if rows:
@@ -281,7 +282,7 @@ def compare_and_set(
     move: JobMove, now: float, dialect: Dialect, noted: Mapping[str, Any] | None = None
 ) -> tuple[str, list[Any]]:
     """The compare-and-set ``UPDATE`` of ``move`` and its values; ``noted``: keys it sets in
-    the stored result (see :meth:`JobWriter.transition_returning`)."""
+    the stored result (see :meth:`JobWriter.transition_noting`)."""
     sources = check_transition(move.from_statuses, move.to_status)
     changes = {"status": move.to_status, "updated_at": now, **encoded_fields(move.fields)}
     assignments = [f"{name} = ?" for name in changes]

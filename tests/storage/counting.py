@@ -26,11 +26,19 @@ class Trip:
 
     statements: list[tuple[str, Values]] = field(default_factory=list)
     rows_read: int = 0
+    values_read: int = 0
+    """The values (a row's columns each) those rows held: a job read whole is one per column,
+    a move answering only whether it moved (``RETURNING id``) one."""
     rows_written: int = 0
     """Rows its writing statements changed, as the database counted them."""
     sends: int = 0
     """How many times it sent statements to the database and waited for their answers (a
     batch or a pipeline once)."""
+
+    def read(self, rows: list[Row]) -> None:
+        """Count ``rows`` as read by one of its statements."""
+        self.rows_read += len(rows)
+        self.values_read += sum(len(row) for row in rows)
 
     def moves_to(self, status: str) -> int:
         """How many of its statements move a job to ``status``."""
@@ -62,14 +70,14 @@ class _CountingSession:
         self._trip.statements.append((sql, values))
         self._trip.sends += 1
         row = await self._inner.fetch_one(sql, values)
-        self._trip.rows_read += row is not None
+        self._trip.read([] if row is None else [row])
         return row
 
     async def fetch_all(self, sql: str, values: Values = ()) -> list[Row]:
         self._trip.statements.append((sql, values))
         self._trip.sends += 1
         rows = await self._inner.fetch_all(sql, values)
-        self._trip.rows_read += len(rows)
+        self._trip.read(rows)
         return rows
 
     async def execute(self, sql: str, values: Values = ()) -> int:
@@ -100,7 +108,7 @@ class _CountingSession:
         self._trip.statements += batch
         self._trip.sends += bool(batch)
         found = await self._inner.fetch_each(batch)
-        self._trip.rows_read += sum(len(rows) for rows in found)
+        self._trip.read([row for rows in found for row in rows])
         return found
 
 
@@ -135,7 +143,7 @@ class CountingDatabase:
     ) -> Row | None:
         trip = self._record(Trip([(sql, values)], sends=1))
         row = await self.inner.fetch_one(sql, values, repeatable=repeatable)
-        trip.rows_read = int(row is not None)
+        trip.read([] if row is None else [row])
         return row
 
     async def fetch_all(
@@ -143,7 +151,7 @@ class CountingDatabase:
     ) -> list[Row]:
         trip = self._record(Trip([(sql, values)], sends=1))
         rows = await self.inner.fetch_all(sql, values, repeatable=repeatable)
-        trip.rows_read = len(rows)
+        trip.read(rows)
         return rows
 
     async def execute(self, sql: str, values: Values = (), *, repeatable: bool = False) -> int:
@@ -163,7 +171,7 @@ class CountingDatabase:
         batch = list(statements)
         trip = self._record(Trip(batch, sends=bool(batch)))
         found = await self.inner.fetch_each(batch, repeatable=repeatable)
-        trip.rows_read = sum(len(rows) for rows in found)
+        trip.read([row for rows in found for row in rows])
         return found
 
     async def transaction(

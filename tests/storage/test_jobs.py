@@ -235,6 +235,29 @@ async def test_linked_moves_asked_together_share_one_transaction(store: Store) -
     assert [job.id if job else None for job in linked] == [job.id for job in jobs[:3]] + [None]
 
 
+async def test_linked_moves_read_back_one_value_each_not_the_job(store: Store) -> None:
+    """Linked moves asked together read back one value each: whether they moved, or the
+    result a delivery's move left. Each read the whole job row back (and parsed it), though
+    only that result is used."""
+    jobs = [await create_job(store.admission, new_job(status="posting")) for _ in range(3)]
+    counting = counted(store)
+
+    def link(n: int) -> list[JobMessage]:
+        return [JobMessage("discord", "c1", f"m{n}", jobs[n].id, "result")]
+
+    first, second, result = await asyncio.gather(
+        store.jobs.transition(jobs[0].id, "posting", "posted", links=link(0)),
+        store.jobs.transition(jobs[1].id, "posting", "posted", links=link(1)),
+        store.jobs.transition_noting(
+            jobs[2].id, "posting", "posted", noted={"width": 64}, links=link(2)
+        ),
+    )
+    [trip] = counting.trips
+
+    assert first and second and result == {"width": 64}
+    assert (trip.rows_read, trip.values_read) == (3, 3)
+
+
 async def test_a_move_noting_result_keys_keeps_a_change_made_since_and_answers_it(
     store: Store, other_store: Store
 ) -> None:
@@ -249,7 +272,7 @@ async def test_a_move_noting_result_keys_keeps_a_change_made_since_and_answers_i
     counting = counted(store)
 
     link = JobMessage("discord", "c1", "m-result", job.id, "result")
-    moved = await store.jobs.transition_returning(
+    result = await store.jobs.transition_noting(
         job.id,
         "posting",
         "posted",
@@ -261,20 +284,21 @@ async def test_a_move_noting_result_keys_keeps_a_change_made_since_and_answers_i
 
     statements = [sql for trip in counting.trips for sql, _ in trip.statements]
     assert len(counting.trips) == 1 and not any(sql.startswith("SELECT") for sql in statements)
-    assert moved is not None and moved == await store.jobs.get_job(job.id)
-    assert moved.result == {"seed": "8", "pressed": ["u1"], "width": 64, "height": 32}
+    moved = await store.jobs.get_job(job.id)
+    assert moved is not None and result == moved.result
+    assert result == {"seed": "8", "pressed": ["u1"], "width": 64, "height": 32}
     assert (moved.status, moved.result_message_id) == ("posted", "m-result")
     assert await store.message_links.job_for_message("discord", "c1", "m-result") == moved
-    assert await store.jobs.transition_returning(job.id, "posting", "posted") is None
+    assert await store.jobs.transition_noting(job.id, "posting", "posted") is None
 
 
 async def test_a_move_notes_only_what_both_backends_set_alike(store: Store) -> None:
     job = await create_job(store.admission, new_job(status="posting"))
     for noted in ({"size": {"width": 1}}, {"width": None}):
         with pytest.raises(StorageError, match="objects or null"):
-            await store.jobs.transition_returning(job.id, "posting", "posted", noted=noted)
+            await store.jobs.transition_noting(job.id, "posting", "posted", noted=noted)
     with pytest.raises(StorageError, match="not both"):
-        await store.jobs.transition_returning(
+        await store.jobs.transition_noting(
             job.id, "posting", "posted", noted={"width": 1}, result={}
         )
     assert (await store.jobs.get_job(job.id) or job).status == "posting"

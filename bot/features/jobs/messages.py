@@ -42,8 +42,8 @@ Used buttons (:class:`ButtonMarks`): a pressed button is remembered on the job i
 drawn primary (as Midjourney marks them), and a second press is answered with a link to the result.
 A press can land after the result is written and before the job is recorded ``posted`` (its
 mark cannot be drawn yet): the move to ``posted`` only adds its own keys to the stored result,
-keeping such marks, and answers the job as moved, so the delivery redraws the buttons when they
-gained marks since it read the job (in the common case, no statement more).
+keeping such marks, and answers the stored result as moved, so the delivery redraws the buttons
+when they gained marks since it read the job (in the common case, no statement more).
 """
 
 from __future__ import annotations
@@ -177,9 +177,10 @@ class ButtonMarks:
             log.warning("could not mark %s pressed on job %s: %r", action, parent.id, error)
 
     async def catch_up(self, shown: Job, recorded: Job) -> None:
-        """Redraw the result of ``recorded`` (as its move to ``posted`` left it) when buttons
-        were marked on it (pressed, refused) after ``shown`` was read, which its message was
-        written from: a press in between found the job not yet posted and could not redraw."""
+        """Redraw the result of ``recorded`` (``shown`` with the status, result message and
+        stored result its move to ``posted`` left) when buttons were marked on it (pressed,
+        refused) after ``shown`` was read, which its message was written from: a press in
+        between found the job not yet posted and could not redraw."""
         if drawn_marks(recorded) != drawn_marks(shown):
             await self.redraw(recorded)
 
@@ -530,9 +531,7 @@ class JobMessages:
         except Exception as error:
             return await self._retry_later(job, "posting", "finished", error)
         noted = {k: v for k, v in result_with(job, size=size).items() if stored.get(k) != v}
-        recorded = await self._finish(job, "posting", "posted", ref, "result", noted=noted)
-        if recorded is not None:
-            await self.marks.catch_up(job, recorded)
+        await self._finish(job, "posting", "posted", ref, "result", noted=noted)
         self.experience.estimates.observe(job)
         if job.family == "diffusion":
             self.experience.models.observe(job)
@@ -639,24 +638,30 @@ class JobMessages:
         kind: JobMessageKind,
         *,
         noted: Mapping[str, Any] | None = None,
-    ) -> Job | None:
-        """Record ``job`` ``done`` (from ``claimed``) with its message ``ref``, ``noted``
-        set in its result; the job as recorded, or None when it was taken over meanwhile."""
+    ) -> None:
+        """Record ``job`` ``done`` (from ``claimed``) with its message ``ref``, ``noted`` set in
+        its result (nothing when it was taken over meanwhile). A result's move answers the
+        stored result it left: the buttons are redrawn when marked since ``job`` was read
+        (:meth:`ButtonMarks.catch_up`); a failure report's answers only whether it moved."""
         link = JobMessage(job.platform, job.channel_id, ref.message_id, job.id, kind)
+        move: dict[str, Any] = {
+            "result_message_id": ref.message_id,
+            "links": [link],
+            "fence": job.lease,
+        }
         self.recording.add(job.id)
-        recorded = await self._store.jobs.transition_returning(
-            job.id,
-            claimed,
-            done,
-            noted=noted,
-            result_message_id=ref.message_id,
-            links=[link],
-            fence=job.lease,
-        )
+        result: dict[str, Any] | None = None
+        if done == "posted":
+            result = await self._store.jobs.transition_noting(
+                job.id, claimed, done, noted=noted, **move
+            )
+            moved = result is not None
+        else:
+            moved = await self._store.jobs.transition(job.id, claimed, done, **move)
         self._watch.touch(job.id)
-        if recorded is None:
+        if not moved:
             log.info("job %s was taken over while it was delivered; its owner records it", job.id)
-            return None
+            return
         await self._end_drawing(job)
         if done == "posted":
             metrics.JOBS_COMPLETED.labels(job.type).inc()
@@ -665,7 +670,9 @@ class JobMessages:
                 metrics.FINISHED_TO_POSTED.labels(job.platform).observe(waited)
         else:
             metrics.JOBS_FAILED.labels(job.type).inc()
-        return recorded
+        if result is not None:
+            recorded = replace(job, status=done, result_message_id=ref.message_id, result=result)
+            await self.marks.catch_up(job, recorded)
 
     async def _retry_later(
         self, job: Job, claimed: JobStatus, release: JobStatus, error: Exception

@@ -36,6 +36,7 @@ from tests.bot.harness import PLACE, ROOMY, harness
 from tests.fakes.clock import FakeClock
 from tests.fakes.platform import FakePlatform
 from tests.fakes.surface import RateLimitingSurface
+from tests.storage.counting import counted
 
 MANUAL = SimulatorConfig(time_scale=1.0, clock_start=1_700_000_000)
 ALICE_IMAGINES = Command(user=User("alice"), place=PLACE, name="imagine")
@@ -97,6 +98,31 @@ async def test_a_short_outage_delays_the_result_instead_of_losing_it(
         assert done is not None and done.status == "posted" and result.message.images
         assert platform.failed_posts == 5 and done.delivery_attempts == 5
         assert list(platform.messages) == [done.result_message_id]
+
+
+async def test_the_moves_linking_a_jobs_messages_read_back_one_value_each(tmp_path: Path) -> None:
+    """The progress message's link, a result's record and a failure report's move read back
+    one value each (whether they moved; the result the move left, for its buttons' catch-up).
+    Each read the job's whole row back and parsed it: two per result delivered."""
+    async with serve(MANUAL) as sim, bare_engines(sim, tmp_path) as bare:
+        tracker, store = bare.engines.tracker, bare.store
+        counting = counted(store)
+        fox = await bare.engines.images.imagine(ALICE_IMAGINES, "a red fox")
+        failing = await bare.engines.images.imagine(ALICE_IMAGINES, "please fail now")
+        sim.advance(120)
+        for job in (fox, failing):
+            record = await bare.provider.tasks.fetch(job.provider_id or "")
+            await tracker.apply_task_record(job, record)
+            await tracker.wait_idle()
+
+        def read_back(status: str) -> list[int]:
+            return [trip.values_read for trip in counting.trips if trip.moves_to(status)]
+
+        done = [await store.jobs.get_job(job.id) for job in (fox, failing)]
+        assert [job.status if job else None for job in done] == ["posted", "failed_posted"]
+        assert read_back("creating") == [1, 1], "the progress messages linked"
+        assert read_back("posted") == [1]
+        assert read_back("failed_posted") == [1]
 
 
 async def test_retries_back_off_and_their_count_is_stored(tmp_path: Path) -> None:
