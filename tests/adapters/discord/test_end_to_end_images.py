@@ -167,7 +167,8 @@ async def test_a_button_pressed_twice_makes_one_job_and_others_are_refused(
         assert await genbot.adapter.intake.drain(5) == 0, "bob's press is handled to its end"
         assert not creations(sim, "variation")
         assert len(fake.bot_messages(general.id)) == 2, "one message per job"
-        assert grid.button("U1")["style"] == 1 and grid.button("V3")["style"] == 2
+        await fake.wait_for(lambda: grid.button("U1")["style"] == 1, what="U1 marked")
+        assert grid.button("V3")["style"] == 2
     assert fake.rate_limit_hits == 0
 
 
