@@ -173,6 +173,25 @@ class JobWriter(JobReader):
             row = await self.db.fetch_one(sql, values, repeatable=True)
         return None if row is None else from_json(row["result"], {})
 
+    async def transition_answering(
+        self,
+        job_id: str,
+        from_statuses: JobStatus | Iterable[JobStatus],
+        to_status: JobStatus,
+        *,
+        links: Sequence[JobMessage],
+        fence: Lease | None = None,
+        **fields: Any,
+    ) -> Job | None:
+        """:meth:`transition` with ``links``, answering the job as the move left it (the
+        move's own statement reads the whole row back, ``RETURNING *``), or None when it did
+        not move: for a caller that goes on with the job (a new job's start, once its progress
+        message is linked) instead of reading it again."""
+        move = JobMove(job_id, from_statuses, to_status, fields, fence)
+        sql, values = compare_and_set(move, self.clock(), self.db.dialect)
+        row = await self._linked_moves((sql + " RETURNING *", values, links))
+        return None if row is None else job_from_row(row)
+
     @functools.cached_property
     def _linked_moves(self) -> Grouped[LinkedMove, Row | None]:
         return Grouped(self._move_together)

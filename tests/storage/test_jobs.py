@@ -258,6 +258,36 @@ async def test_linked_moves_read_back_one_value_each_not_the_job(store: Store) -
     assert (trip.rows_read, trip.values_read) == (3, 3)
 
 
+async def test_a_linked_move_answering_the_job_reads_it_with_its_own_statement(
+    store: Store, other_store: Store
+) -> None:
+    """A new job's progress link answers the job as the move left it, read by the move itself
+    (no statement more), a change made since the caller read it (in another process)
+    included; a move that does not happen answers None and links nothing."""
+    job = await create_job(store.admission, new_job(webhook_secret="sealed-old"))
+    await other_store.jobs.update_job(job.id, webhook_secret="sealed-new")
+    counting = counted(store)
+
+    progress = JobMessage("discord", "c1", "m-progress", job.id, "progress")
+    answered = await store.jobs.transition_answering(
+        job.id,
+        "creating",
+        "creating",
+        links=[progress],
+        progress_message_id="m-progress",
+        fence=job.lease,
+    )
+
+    [trip] = counting.trips
+    assert not any(sql.startswith("SELECT") for sql, _ in trip.statements)
+    assert answered is not None and answered == await store.jobs.get_job(job.id)
+    assert (answered.progress_message_id, answered.webhook_secret) == ("m-progress", "sealed-new")
+    assert await store.message_links.job_for_message("discord", "c1", "m-progress") == answered
+    late = JobMessage("discord", "c1", "m-late", job.id, "progress")
+    assert await store.jobs.transition_answering(job.id, "posting", "posted", links=[late]) is None
+    assert await store.message_links.job_for_message("discord", "c1", "m-late") is None
+
+
 async def test_a_move_noting_result_keys_keeps_a_change_made_since_and_answers_it(
     store: Store, other_store: Store
 ) -> None:

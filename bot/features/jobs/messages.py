@@ -408,15 +408,16 @@ class JobMessages:
 
     async def post_progress(self, job: Job, origin: Event | None) -> Job:
         """Post the first progress message of a new job and link it (the job row is already
-        committed, so the message is recoverable after a restart). :class:`TakenOver` when
-        the job is no longer this start's (another process took it over while the message was
-        posted, and settles it as never sent): it must not be sent then."""
+        committed, so the message is recoverable after a restart); the job as the link's move
+        left it (read by the move's own statement). :class:`TakenOver` when the job is no
+        longer this start's (another process took it over while the message was posted, and
+        settles it as never sent): it must not be sent then."""
         with speaking(job_language(job)):
             place = origin.place if origin is not None else place_of(job)
             message = replace(self.progress_message(job), key=progress_key(job))
             ref = await self.send(place, message, policy=WritePolicy.MUST_DELIVER, origin=origin)
             link = JobMessage(job.platform, job.channel_id, ref.message_id, job.id, "progress")
-            linked = await self._store.jobs.transition(
+            linked = await self._store.jobs.transition_answering(
                 job.id,
                 "creating",
                 "creating",
@@ -425,13 +426,12 @@ class JobMessages:
                 fence=job.lease,
             )
             self._shown[job.id] = message.text
-            if not linked:
+            if linked is None:
                 raise TakenOver(job.id)
             if place.platform in self._drawing_shown:
                 drawing = Activity("drawing", origin)
                 await self._outbox.write(place, drawing, WritePolicy.BEST_EFFORT)
-        refreshed = await self._store.jobs.get_job(job.id)
-        return refreshed or job
+        return linked
 
     async def recover_progress(self, job: Job) -> Job:
         """Link the progress message of a job whose process died between posting it and

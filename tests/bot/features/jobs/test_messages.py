@@ -100,10 +100,13 @@ async def test_a_short_outage_delays_the_result_instead_of_losing_it(
         assert list(platform.messages) == [done.result_message_id]
 
 
-async def test_the_moves_linking_a_jobs_messages_read_back_one_value_each(tmp_path: Path) -> None:
-    """The progress message's link, a result's record and a failure report's move read back
-    one value each (whether they moved; the result the move left, for its buttons' catch-up).
-    Each read the job's whole row back and parsed it: two per result delivered."""
+async def test_the_moves_linking_a_jobs_messages_read_back_what_their_callers_use(
+    tmp_path: Path,
+) -> None:
+    """A result's record and a failure report's move read back one value each (whether they
+    moved; the result the move left, for its buttons' catch-up): each read the job's whole row
+    back and parsed it. The progress message's link reads the job whole, as a read of the job
+    does: the start goes on with it (and reads it no more)."""
     async with serve(MANUAL) as sim, bare_engines(sim, tmp_path) as bare:
         tracker, store = bare.engines.tracker, bare.store
         counting = counted(store)
@@ -120,7 +123,8 @@ async def test_the_moves_linking_a_jobs_messages_read_back_one_value_each(tmp_pa
 
         done = [await store.jobs.get_job(job.id) for job in (fox, failing)]
         assert [job.status if job else None for job in done] == ["posted", "failed_posted"]
-        assert read_back("creating") == [1, 1], "the progress messages linked"
+        whole = next(trip.values_read for trip in counting.trips if trip.reads_whole_jobs())
+        assert read_back("creating") == [whole, whole], "the progress messages linked"
         assert read_back("posted") == [1]
         assert read_back("failed_posted") == [1]
 
@@ -373,6 +377,24 @@ async def test_a_deleted_progress_message_gets_a_new_result_post(tmp_path: Path)
     assert done is not None and done.status == "posted"
     assert list(platform.messages) == [done.result_message_id]
     assert platform.messages[done.result_message_id or ""].message.key == f"{job.id}.result"
+
+
+async def test_a_new_jobs_progress_link_answers_the_job_it_goes_on_with(tmp_path: Path) -> None:
+    """The move linking a new job's progress message answers the job as it left it, and the
+    start goes on with that: nothing reads the job between it and the move recording the
+    submission. The start read the whole job again there, one round trip per job."""
+    async with serve(MANUAL) as sim, bare_engines(sim, tmp_path) as bare:
+        counting = counted(bare.store)
+        fox = await bare.engines.images.imagine(ALICE_IMAGINES, "a red fox")
+        trips = counting.trips
+        linked = [n for n, trip in enumerate(trips) if trip.moves_to("creating")]
+        submitted = [n for n, trip in enumerate(trips) if trip.moves_to("submitted")]
+        stored = await bare.store.jobs.get_job(fox.id)
+
+    assert stored is not None and stored.progress_message_id is not None
+    assert fox.status == "submitted" and len(linked) == len(submitted) == 1
+    between = trips[linked[0] + 1 : submitted[0]]
+    assert [sql for trip in between for sql, _ in trip.statements] == []
 
 
 class HeldResults(FakePlatform):
