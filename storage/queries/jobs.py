@@ -179,17 +179,21 @@ class JobWriter(JobReader):
         from_statuses: JobStatus | Iterable[JobStatus],
         to_status: JobStatus,
         *,
-        links: Sequence[JobMessage],
+        links: Sequence[JobMessage] = (),
         fence: Lease | None = None,
         **fields: Any,
     ) -> Job | None:
-        """:meth:`transition` with ``links``, answering the job as the move left it (the
-        move's own statement reads the whole row back, ``RETURNING *``), or None when it did
-        not move: for a caller that goes on with the job (a new job's start, once its progress
-        message is linked) instead of reading it again."""
+        """:meth:`transition`, answering the job as the move left it (the move's own
+        statement reads the whole row back, ``RETURNING *``), or None when it did not move:
+        for a caller that goes on with the job (a new job's start, once its progress message
+        is linked and once the provider's answer is recorded) instead of reading it again."""
         move = JobMove(job_id, from_statuses, to_status, fields, fence)
         sql, values = compare_and_set(move, self.clock(), self.db.dialect)
-        row = await self._linked_moves((sql + " RETURNING *", values, links))
+        sql += " RETURNING *"
+        if links:
+            row = await self._linked_moves((sql, values, links))
+        else:
+            row = await self.db.fetch_one(sql, values, repeatable=True)
         return None if row is None else job_from_row(row)
 
     @functools.cached_property

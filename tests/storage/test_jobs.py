@@ -288,6 +288,33 @@ async def test_a_linked_move_answering_the_job_reads_it_with_its_own_statement(
     assert await store.message_links.job_for_message("discord", "c1", "m-late") is None
 
 
+async def test_a_move_without_links_answering_the_job_reads_it_with_its_own_statement(
+    store: Store, other_store: Store
+) -> None:
+    """Recording the provider's answer for a new job answers the job as the move left it, in
+    one statement (the move's own), a change made since the caller read it (in another
+    process) included; a move that does not happen (an early webhook moved the job first)
+    answers None and changes nothing."""
+    job = await create_job(store.admission, new_job(webhook_secret="sealed-old"))
+    await other_store.jobs.update_job(job.id, webhook_secret="sealed-new")
+    counting = counted(store)
+
+    answered = await store.jobs.transition_answering(
+        job.id, ("creating", "unknown"), "submitted", provider_id="task-1"
+    )
+
+    [trip] = counting.trips
+    assert [sql.split(" ", 1)[0] for sql, _ in trip.statements] == ["UPDATE"]
+    assert answered is not None and answered == await store.jobs.get_job(job.id)
+    assert (answered.status, answered.provider_id) == ("submitted", "task-1")
+    assert answered.webhook_secret == "sealed-new"
+    again = await store.jobs.transition_answering(
+        job.id, ("creating", "unknown"), "submitted", provider_id="task-2"
+    )
+    assert again is None
+    assert await store.jobs.get_job(job.id) == answered
+
+
 async def test_a_move_noting_result_keys_keeps_a_change_made_since_and_answers_it(
     store: Store, other_store: Store
 ) -> None:
