@@ -452,13 +452,17 @@ class JobStarter:
                 await asyncio.sleep(pause)
 
     async def _submitted(self, job: Job, outcome: Submitted) -> Job:
+        """Record ``outcome`` for ``job`` (``creating``, or ``unknown`` if it was settled as
+        unconfirmed meanwhile) and answer the job as stored: as the move left it, or, when
+        it had moved on first (an early webhook, an earlier try whose answer was lost), read
+        again once the usage is recorded and the tracker told."""
         fields = dict(outcome.fields)
         if outcome.provider_id is not None:
             fields["provider_id"] = outcome.provider_id
-        moved = await self.store.jobs.transition(
+        moved = await self.store.jobs.transition_answering(
             job.id, ("creating", "unknown"), outcome.status, **fields
         )
-        if not moved:
+        if moved is None:
             log.info("job %s changed before its creation was recorded (early webhook)", job.id)
         if outcome.credits:
             await self.store.ledger.add_usage(
@@ -469,7 +473,7 @@ class JobStarter:
                 job_id=job.id,
             )
         self._on_submitted(job.id)
-        return await self.store.jobs.get_job(job.id) or job
+        return moved or await self.store.jobs.get_job(job.id) or job
 
     async def _not_confirmed(self, job: Job, error: BaseException) -> Job:
         """Settle a job whose create call raised ``error``."""

@@ -17,9 +17,11 @@ from bot.kernel import Command, Event, MessageRef, OutMessage, Place, User
 from simulator.server import serve
 from simulator.state import SimulatorConfig
 from storage import NewJob, SqliteStore
+from tests.bot.features.jobs.proxy import faulty_proxy
 from tests.bot.features.jobs.support import bare_engines, eventually, left_by_a_previous_run
 from tests.bot.harness import PLACE, ROOMY, harness
 from tests.fakes.platform import FakePlatform
+from tests.storage.counting import counted
 
 MANUAL = SimulatorConfig(time_scale=1.0, clock_start=1_700_000_000)
 ALICE_IMAGINES = Command(user=User("alice"), place=PLACE, name="imagine")
@@ -163,3 +165,53 @@ async def test_a_refusal_at_start_is_said_in_the_language_of_the_channel_that_re
         assert bot.progress(job).text.endswith(
             "could not start: The workspace has run out of credits."
         )
+
+
+async def test_recording_a_submission_answers_the_job_without_reading_it_again(
+    tmp_path: Path,
+) -> None:
+    """The move recording the provider's answer for a new job answers the job as it left it,
+    and the start returns that. It used to read the whole job again after the move: one
+    round trip per job."""
+    async with serve(MANUAL) as sim, bare_engines(sim, tmp_path) as bare:
+        counting = counted(bare.store)
+        fox = await bare.engines.images.imagine(ALICE_IMAGINES, "a red fox")
+        trips = list(counting.trips)
+        stored = await bare.store.jobs.get_job(fox.id)
+
+    [submitted] = [n for n, trip in enumerate(trips) if trip.moves_to("submitted")]
+    after = [sql for trip in trips[submitted + 1 :] for sql, _ in trip.statements]
+    assert "SELECT * FROM jobs WHERE id = ?" not in after
+    assert stored is not None and (fox.status, fox.provider_id) == ("submitted", stored.provider_id)
+    assert fox.updated_at == stored.updated_at and fox.progress_message_id is not None
+
+
+async def test_a_job_that_moved_on_before_its_submission_was_recorded_is_read_again(
+    tmp_path: Path,
+) -> None:
+    """An early webhook (here: a failure) moved the job before the provider's answer to its
+    create call was recorded: the recording moves nothing, and the start answers the job as
+    the webhook left it, read again after the miss."""
+    async with (
+        serve(MANUAL) as sim,
+        faulty_proxy(sim.base_url) as proxy,
+        bare_engines(sim, tmp_path, api_url=proxy.base_url) as bare,
+    ):
+        proxy.faults["/gen/v2/imagine"] = ["hang"]
+        starting = asyncio.create_task(bare.engines.images.imagine(ALICE_IMAGINES, "a red fox"))
+        async with asyncio.timeout(5):
+            await proxy.hung.wait()
+        (job,) = await bare.store.tracking.list_unfinished_jobs()
+        assert job.status == "creating" and job.progress_message_id is not None
+        assert await bare.store.jobs.transition(job.id, "creating", "failed", error="early")
+        counting = counted(bare.store)
+        proxy.release.set()
+        async with asyncio.timeout(5):
+            fox = await starting
+        trips = list(counting.trips)
+
+    assert (fox.id, fox.status, fox.error, fox.provider_id) == (job.id, "failed", "early", None)
+    [submitted] = [n for n, trip in enumerate(trips) if trip.moves_to("submitted")]
+    assert trips[submitted].rows_written + trips[submitted].rows_read == 0
+    after = [sql for trip in trips[submitted + 1 :] for sql, _ in trip.statements]
+    assert "SELECT * FROM jobs WHERE id = ?" in after
