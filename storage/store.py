@@ -9,7 +9,7 @@ from typing import Final, Self, Unpack
 from storage.queries.admission import JobAdmission
 from storage.queries.archive import JobArchive
 from storage.queries.audit import AuditLog
-from storage.queries.base import DEFAULT_LEASE_SECONDS, Identity, Owner, new_process_id
+from storage.queries.base import DEFAULT_LEASE_SECONDS, Clock, Identity, Owner, new_process_id
 from storage.queries.branches import ConversationBranches
 from storage.queries.conversations import AnswerStops, ConversationLocks, ConversationStore
 from storage.queries.events import EventDedupe
@@ -28,7 +28,15 @@ from storage.queries.tracking import DeliveryClaims, JobHistory, JobTracking
 from storage.queries.viewing import ChannelsInView
 from storage.queries.write_windows import WriteWindows
 from storage.sql.migrations import current_version
+from storage.sql.server_clock import ServerClock
 from storage.sql.session import Database
+
+
+def default_clock(db: Database) -> Clock:
+    """A store's clock when none is given: the database server's where it has one (several
+    hosts share it: see :class:`ServerClock`), else this host's wall clock."""
+    return ServerClock() if db.dialect.server_time is not None else time.time
+
 
 SQL_PROBE: Final = (
     "INSERT INTO storage_probes (process_id, probed_at) VALUES (?, ?)"
@@ -48,7 +56,9 @@ class Store:
 
     def __init__(self, db: Database, **identity: Unpack[Identity]) -> None:
         self.db = db
-        self.clock = clock = identity.get("clock", time.time)
+        self.clock = clock = identity.get("clock") or default_clock(db)
+        """The wall clock every port stamps and compares stored times with (see
+        :class:`storage.queries.base.Identity`)."""
         self.owner = owner = Owner(
             identity.get("process_id") or new_process_id(),
             identity.get("lease_seconds", DEFAULT_LEASE_SECONDS),
@@ -60,7 +70,9 @@ class Store:
         self.history = JobHistory(db)
         self.archive = JobArchive(db)
         self.claims = DeliveryClaims(db, clock, owner)
-        self.leasing = JobLeasing(db, clock, owner)
+        self.leasing = JobLeasing(
+            db, clock, owner, observe=clock.observe if isinstance(clock, ServerClock) else None
+        )
         """Shares :attr:`owner` with :attr:`admission`, :attr:`claims` and
         :attr:`playground`: a job this process creates, claims or takes over is leased to it."""
         self.conversations = ConversationStore(db, clock)
@@ -80,6 +92,12 @@ class Store:
         self.retention = Retention(db, clock)
         self.media = HostedMedia(db, clock)
         self.preferences = Preferences(db, clock)
+
+    async def synced(self) -> None:
+        """Measure the store's clock against the database server's when it is a
+        :class:`ServerClock` (the backends' ``open`` does, before anything is stamped)."""
+        if isinstance(self.clock, ServerClock):
+            await self.clock.measure(self.db)
 
     async def schema_version(self) -> int:
         """The database's schema version (the latest, once open)."""

@@ -31,7 +31,9 @@ class PostgresStore(Store):
         pending migration under the migration lock, and open a pool of up to ``pool_size``
         connections; the server cancels a statement running longer than ``statement_timeout``
         seconds, and a call gives up a little later. ``identity``: see
-        :class:`storage.queries.base.Identity`."""
+        :class:`storage.queries.base.Identity`; the store's clock, unless one is given, is the
+        server's (:class:`storage.sql.server_clock.ServerClock`), measured before this
+        returns."""
         migrator = PostgresDatabase(url, pool_size=1)
         try:
             await migrate(migrator, clock=identity.get("clock", time.time))
@@ -40,7 +42,13 @@ class PostgresStore(Store):
             raise StorageError(f"cannot open the database at {migrator.where}: {reason}") from error
         finally:
             await migrator.close()
-        return cls(
+        store = cls(
             PostgresDatabase(url, pool_size=pool_size, statement_timeout=statement_timeout),
             **identity,
         )
+        try:
+            await store.synced()
+        except BaseException:
+            await store.close()
+            raise
+        return store

@@ -10,6 +10,9 @@ from dataclasses import dataclass
 from typing import TypedDict
 
 Clock = Callable[[], float]
+Observe = Callable[[float, float, float], None]
+"""Told a round trip to the database: this process's clock when it was sent, the server's
+clock read in it, this process's clock when it was answered."""
 DEFAULT_LEASE_SECONDS = 10.0
 
 
@@ -20,7 +23,10 @@ def new_process_id() -> str:
 
 
 class Identity(TypedDict, total=False):
-    """Who a store acts as: ``clock`` (default ``time.time``), ``process_id`` (a fresh one),
+    """Who a store acts as: ``clock``, the wall clock it stamps and compares stored times
+    with (used as given; by default, on a database with a server of its own (PostgreSQL) the
+    server's, :class:`storage.sql.server_clock.ServerClock`, which the store measures and its
+    lease heartbeat keeps in line, else ``time.time``), ``process_id`` (a fresh one),
     ``lease_seconds`` (10) and ``event_retention`` (seconds an inbound event id is
     remembered: a day)."""
 

@@ -10,7 +10,7 @@ from dataclasses import dataclass, field, replace
 from typing import Final
 
 from storage.errors import StorageError
-from storage.queries.base import Clock, Owner
+from storage.queries.base import Clock, Observe, Owner
 from storage.queries.jobs import job_from_row
 from storage.records.jobs import (
     IN_FLIGHT_STATUSES,
@@ -103,6 +103,10 @@ class JobLeasing:
     db: Database
     clock: Clock
     owner: Owner
+    observe: Observe | None = field(default=None, kw_only=True)
+    """Told each heartbeat's round trip and the server's clock read in it (the store's
+    :meth:`storage.sql.server_clock.ServerClock.observe`), on a database with a server of its
+    own; None: the heartbeat reads no server clock."""
     released: bool = field(default=False, init=False)
     """Whether :meth:`release_leases` was asked (a clean stop; set from the ask on, whether the
     release then succeeds, fails or times out) and no heartbeat recorded this process alive
@@ -128,8 +132,12 @@ class JobLeasing:
         (:meth:`shed_leases`), so the load evens out when a process joins. The lease runs
         from when the transaction began (not from before a wait for a connection), and a
         renewal that would be written only after the lease it renews ran out is rolled back
-        and raises :class:`StorageError` (it holds nothing it could count on)."""
+        and raises :class:`StorageError` (it holds nothing it could count on). With
+        :attr:`observe`, the row's write also reads the server's clock, and the round trip is
+        told to :attr:`observe` once the renewal committed."""
         allowed = tuple(share_of)
+        server_time = self.db.dialect.server_time if self.observe is not None else None
+        sampled: list[tuple[float, float, float]] = []
 
         async def work(tx: Session) -> Heartbeat:
             now = self.clock()
@@ -137,7 +145,13 @@ class JobLeasing:
                 self.owner.process_id, process.host, process.pid, to_json(list(process.platforms)),
                 process.shards, process.started_at, now, now + self.owner.lease_seconds,
             )  # fmt: skip
-            await tx.execute(SQL_SEEN, seen)
+            sampled.clear()
+            if server_time is None:
+                await tx.execute(SQL_SEEN, seen)
+            else:
+                row = await tx.fetch_one(f"{SQL_SEEN} RETURNING {server_time} AS server_now", seen)
+                assert row is not None
+                sampled.append((now, float(row["server_now"]), self.clock()))
             asked: list[tuple[str, Values]] = [(SQL_HELD, (self.owner.process_id, *_UNFINISHED))]
             if allowed:
                 serving = tx.dialect.json_contains("platforms", "jobs.platform")
@@ -155,6 +169,8 @@ class JobLeasing:
 
         beat = await self.db.transaction(work, repeatable=True)
         self.released = False
+        if self.observe is not None and sampled:
+            self.observe(*sampled[0])
         return beat
 
     def _share(self, load: list[Row]) -> int:

@@ -48,6 +48,9 @@ class Dialect:
     """:attr:`notify` of each payload of its second value (a list), in its order."""
     table_exists: str
     """A query with a row when the table named by its one value exists."""
+    server_time: str | None
+    """An expression for the server's wall clock now, in seconds since the epoch (None: the
+    database has no server of its own, its clock is this host's)."""
 
     def statement(self, sql: str) -> str:
         """``sql`` as this backend's driver takes it."""
@@ -131,6 +134,7 @@ SQLITE: Final = Dialect(
     notify=None,
     notify_each=None,
     table_exists="SELECT 1 AS found FROM sqlite_master WHERE type = 'table' AND name = ?",
+    server_time=None,
 )
 POSTGRES: Final = Dialect(
     "postgres",
@@ -148,6 +152,7 @@ POSTGRES: Final = Dialect(
         " FROM unnest(CAST(? AS text[])) WITH ORDINALITY AS payloads (payload, n) ORDER BY n"
     ),
     table_exists="SELECT 1 AS found WHERE to_regclass(?) IS NOT NULL",
+    server_time="CAST(EXTRACT(EPOCH FROM clock_timestamp()) AS double precision)",
 )
 
 

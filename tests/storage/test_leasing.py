@@ -4,17 +4,21 @@ only once the lease ran out, claims never overlap, and a clean stop hands jobs o
 from __future__ import annotations
 
 import asyncio
+import time
 
 import pytest
 
 from storage import ProcessInfo, StorageError, Store
 from storage.postgres import PostgresStore
+from storage.sql.server_clock import ServerClock
 from storage.sql.session import Session
+from tests.postgres import PostgresCluster
 from tests.storage.conftest import START, Database, ManualClock, new_job
 from tests.storage.counting import counted
 from tests.storage.helpers import create_job
 
 LEASE = 10.0
+MINUTE = 60.0
 
 
 def process(*platforms: str) -> ProcessInfo:
@@ -295,6 +299,64 @@ async def test_shedding_gives_back_the_newest_jobs_in_flight_for_others_to_claim
         jobs[2].id,
         jobs[3].id,
     }
+
+
+async def server_now(store: Store) -> float:
+    row = await store.db.fetch_one("SELECT EXTRACT(EPOCH FROM clock_timestamp()) AS now")
+    assert row is not None
+    return float(row["now"])
+
+
+def host_clock(ahead_by: float) -> ServerClock:
+    """The server's clock on a host whose wall clock is ``ahead_by`` seconds ahead."""
+    return ServerClock(lambda: time.time() + ahead_by)
+
+
+async def test_hosts_a_minute_apart_keep_each_others_live_leases_and_take_a_dead_ones(
+    postgres: PostgresCluster,
+) -> None:
+    """Each store compared leases with its host's wall clock: a host a minute ahead took a live
+    process's jobs at once, and one behind left a dead process's jobs a minute past their
+    lease. Both compare with the database server's clock now."""
+    url, lease = postgres.create_schema(), 1.0
+    async with (
+        await PostgresStore.open(url, lease_seconds=lease, clock=host_clock(MINUTE)) as ahead,
+        await PostgresStore.open(url, lease_seconds=lease, clock=host_clock(0.0)) as on_time,
+    ):
+        jobs = {
+            store: await create_job(store.admission, new_job(status="pending"))
+            for store in (ahead, on_time)
+        }
+        for store in (ahead, on_time):
+            await store.leasing.heartbeat(process("discord"))
+        last_beat = await server_now(on_time)
+        for store in (ahead, on_time):
+            assert await store.leasing.claim_jobs(["discord"], limit=10) == [], "both are live"
+        await asyncio.sleep(last_beat + lease + 0.2 - await server_now(on_time))
+        taken = await on_time.leasing.claim_jobs(["discord"], limit=10)
+        assert [job.id for job in taken] == [jobs[ahead].id]
+
+
+async def test_a_heartbeat_brings_a_clock_that_drifted_back_to_the_servers_in_its_round_trip(
+    postgres: PostgresCluster,
+) -> None:
+    """The store's clock was read once, at open: a host clock that drifted or stepped since
+    (here the monotonic clock the server's is carried by, a minute) stayed off the others'."""
+    url, drift = postgres.create_schema(), [0.0]
+    clock = ServerClock(monotonic=lambda: time.monotonic() + drift[0])
+    async with (
+        await PostgresStore.open(url, clock=clock) as store,
+        await PostgresStore.open(url, clock=time.time) as plain,
+    ):
+        drift[0] = MINUTE
+        counting, plain_counting = counted(store), counted(plain)
+        await store.leasing.heartbeat(process("discord"))
+        await plain.leasing.heartbeat(process("discord"))
+        before = await server_now(store)
+        job = await create_job(store.admission, new_job())
+        after = await server_now(store)
+        assert before - 1 <= job.created_at <= after + 1
+        assert [t.sends for t in counting.trips[:1]] == [t.sends for t in plain_counting.trips]
 
 
 def test_the_lease_index_predicate_names_every_unfinished_status() -> None:

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import time
 
 import pytest
 
@@ -16,6 +17,7 @@ from storage.queries.write_windows import (
     SQL_PRUNE,
     SQL_SPEND,
 )
+from storage.sql.server_clock import ServerClock
 from storage.sql.session import Session
 from tests.postgres import PostgresCluster
 from tests.storage.conftest import ManualClock
@@ -55,6 +57,20 @@ async def test_processes_together_get_no_more_than_the_window_allows(url: str) -
     finally:
         for store in stores:
             await store.close()
+
+
+async def test_a_host_a_minute_ahead_counts_the_others_writes_in_their_window(url: str) -> None:
+    """Each process counted the stored writes against its host's wall clock: one a minute
+    ahead saw the others' writes of the last seconds as long past, and wrote beyond the
+    channel's limit. Both count on the database server's clock now."""
+    async with (
+        await PostgresStore.open(url, clock=ServerClock()) as on_time,
+        await PostgresStore.open(url, clock=ServerClock(lambda: time.time() + 60)) as ahead,
+    ):
+        for _ in range(CHANNEL.capacity):
+            assert await on_time.write_windows.reserve_writes([CHANNEL]) == 0.0
+        wait = await ahead.write_windows.reserve_writes([CHANNEL])
+        assert 0 < wait <= CHANNEL.seconds + ALLOWANCE
 
 
 async def test_a_write_counts_in_every_window_or_in_none(url: str) -> None:

@@ -1,0 +1,94 @@
+"""The database server's wall clock, read in this process (see :class:`ServerClock`)."""
+
+from __future__ import annotations
+
+import logging
+import time
+from typing import Final
+
+from storage.queries.base import Clock
+from storage.sql.session import Database, Session
+
+log = logging.getLogger("genbot.storage")
+
+SAMPLES: Final = 3
+"""Round trips the first measurement makes (the tightest one counts)."""
+TOLD_STEP: Final = 1.0
+"""Seconds a correction must move the clock by to be logged (a host's clock that stepped or
+drifted, or the server's)."""
+
+
+class ServerClock:
+    """The wall clock every process on a shared database stamps and compares stored times with:
+    the database server's, carried between readings by this process's monotonic clock
+    (``monotonic() + offset``). Processes on hosts whose wall clocks disagree then agree on
+    every lease, sweep, grace and write window; a step of this host's wall clock changes none
+    of them.
+
+    The offset is measured when the store opens (:meth:`measure`: the tightest of a few round
+    trips) and checked at each lease heartbeat, whose first statement reads the server's clock
+    too (:meth:`observe`: no statement more). The server read its clock somewhere inside the
+    round trip, so its reading minus this clock's when the statement was sent and when it was
+    answered bound the correction. The offset moves only when it falls outside those bounds
+    (this host's monotonic clock drifted, or the server's clock stepped), to their middle: its
+    error is at most half the round trip it was last moved by, and between corrections the
+    clock runs at the monotonic clock's rate, never stepping back.
+
+    ``host`` (this host's wall clock) only starts the offset, for what is read before the
+    first measurement; tests inject it (a host a minute ahead) and ``monotonic`` (to step or
+    drift it)."""
+
+    def __init__(self, host: Clock = time.time, monotonic: Clock = time.monotonic) -> None:
+        self._monotonic = monotonic
+        self.offset = host() - monotonic()
+        """Seconds from the monotonic clock to the server's wall clock."""
+        self.error: float | None = None
+        """Half the round trip of the sample the offset was last moved by (None: not
+        measured yet: the offset is this host's wall clock's)."""
+
+    def __call__(self) -> float:
+        return self._monotonic() + self.offset
+
+    def observe(self, sent: float, server: float, answered: float) -> None:
+        """A round trip, sent at ``sent`` and answered at ``answered`` (readings of this
+        clock), in which the server read ``server`` on its own: the offset moves to the
+        middle of the bounds it gives when outside them, or at the first measurement. A round
+        trip answered before it was sent (a reading in doubt) is ignored."""
+        if answered < sent:
+            return
+        low, high = server - answered, server - sent
+        if self.error is not None and low <= 0.0 <= high:
+            return
+        step = (low + high) / 2
+        self.offset += step
+        first, self.error = self.error is None, (high - low) / 2
+        if abs(step) >= TOLD_STEP:
+            log.warning(
+                "%s: stored times follow the database server's clock, %+.1f s from this"
+                " process's (±%.3f s)",
+                "this host's wall clock is off the database server's"
+                if first
+                else "the database server's clock and this process's moved apart",
+                step,
+                self.error,
+            )
+
+    async def measure(self, db: Database, samples: int = SAMPLES) -> None:
+        """Read the server's clock ``samples`` times in one transaction and :meth:`observe`
+        the tightest round trip (nothing where the database has no server of its own)."""
+        server_time = db.dialect.server_time
+        if server_time is None:
+            return
+        query = f"SELECT {server_time} AS server_now"
+
+        async def work(tx: Session) -> list[tuple[float, float, float]]:
+            taken = []
+            for _ in range(samples):
+                sent = self()
+                row = await tx.fetch_one(query)
+                assert row is not None
+                taken.append((sent, float(row["server_now"]), self()))
+            return taken
+
+        taken = await db.transaction(work, repeatable=True)
+        self.observe(*min(taken, key=lambda sample: sample[2] - sample[0]))

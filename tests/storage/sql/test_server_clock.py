@@ -1,0 +1,88 @@
+"""The database server's clock read in a process: measured when a PostgreSQL store opens (a
+host whose wall clock is an hour off still stamps the server's time), moved only by a round
+trip whose bounds it falls outside, to their middle; SQLite keeps this host's clock."""
+
+from __future__ import annotations
+
+import time
+from pathlib import Path
+
+from storage import SqliteStore
+from storage.postgres import PostgresStore
+from storage.sql.server_clock import ServerClock
+from storage.sql.session import Database
+from tests.postgres import PostgresCluster
+from tests.storage.conftest import new_job
+from tests.storage.helpers import create_job
+
+HOUR = 3600.0
+
+
+def stopped_clock(offset: float = 0.0) -> ServerClock:
+    """A server clock whose monotonic clock stands at 100 and whose host reads 1000."""
+    clock = ServerClock(host=lambda: 1000.0, monotonic=lambda: 100.0)
+    if offset:
+        clock.observe(1000.0, 1000.0 + offset, 1000.0)
+    return clock
+
+
+def test_until_measured_it_reads_the_hosts_wall_clock() -> None:
+    clock = stopped_clock()
+    assert (clock(), clock.error) == (1000.0, None)
+
+
+def test_the_first_round_trip_moves_it_to_the_middle_of_its_bounds() -> None:
+    clock = stopped_clock()
+    clock.observe(1000.0, 1500.0, 1002.0)
+    assert (clock(), clock.error) == (1499.0, 1.0)
+
+
+def test_a_round_trip_whose_bounds_hold_it_leaves_it_alone() -> None:
+    clock = stopped_clock(offset=500.0)
+    clock.observe(1499.0, 1500.2, 1501.0)
+    assert clock() == 1500.0
+    clock.observe(1500.0, 1500.0, 1500.0)
+    assert clock() == 1500.0
+
+
+def test_a_round_trip_whose_bounds_it_falls_outside_moves_it_to_their_middle() -> None:
+    clock = stopped_clock(offset=500.0)
+    clock.observe(1500.0, 1560.0, 1500.5)
+    assert (clock(), clock.error) == (1559.75, 0.25)
+    clock.observe(1559.75, 1559.0, 1559.75)
+    assert clock() == 1559.0
+
+
+def test_a_round_trip_answered_before_it_was_sent_changes_nothing() -> None:
+    clock = stopped_clock(offset=500.0)
+    clock.observe(1500.0, 9000.0, 1499.0)
+    assert clock() == 1500.0
+
+
+async def server_now(db: Database) -> float:
+    row = await db.fetch_one("SELECT EXTRACT(EPOCH FROM clock_timestamp()) AS now")
+    assert row is not None
+    return float(row["now"])
+
+
+async def test_a_store_on_a_host_an_hour_off_stamps_the_database_servers_time(
+    postgres: PostgresCluster,
+) -> None:
+    url = postgres.create_schema()
+    async with await PostgresStore.open(
+        url, clock=ServerClock(lambda: time.time() + HOUR)
+    ) as store:
+        before = await server_now(store.db)
+        job = await create_job(store.admission, new_job())
+        after = await server_now(store.db)
+        assert before - 1 <= job.created_at <= after + 1
+        assert job.lease_until is not None and before - 1 <= job.lease_until - 10 <= after + 1
+
+
+async def test_the_default_clock_is_the_servers_on_postgresql_and_the_hosts_on_sqlite(
+    postgres: PostgresCluster, tmp_path: Path
+) -> None:
+    async with await PostgresStore.open(postgres.create_schema()) as store:
+        assert isinstance(store.clock, ServerClock) and store.clock.error is not None
+    async with await SqliteStore.open(tmp_path / "genbot.db") as single:
+        assert single.clock is time.time
