@@ -223,7 +223,7 @@ def build_job_engines(
     outbox: Outbox,
     *,
     shards: str | None = None,
-    clock: Callable[[], float] = time.time,
+    clock: Callable[[], float] | None = None,
     monotonic: Callable[[], float] = time.monotonic,
     results: ScreensResults | None = None,
     audit: AuditTrail | None = None,
@@ -234,11 +234,14 @@ def build_job_engines(
     :attr:`JobEngines.chat_jobs` to the chat engine.
 
     ``shards``: the platform shards this process runs, for the cluster's view; ``clock``
-    (wall time) stamps and compares what is stored: timeouts, due polls, delivery retries;
+    (wall time; by default the store's, which every process on the database shares: see
+    :class:`storage.sql.server_clock.ServerClock`) stamps and compares what is stored:
+    leases, timeouts, due polls, delivery retries;
     ``monotonic`` measures what lives only in this process: the wait between rounds, the
     sweep, the lost-task span, the heartbeat's stall and reachability; ``results`` moderates
     finished describe results before they are stored; ``screen`` checks translated prompts.
     """
+    clock = store.clock if clock is None else clock
     limits_settings = settings.limits
     watch = JobWatch(store.jobs)
     media = MediaFetcher(
@@ -486,6 +489,7 @@ def build_core(
                 keys=ProviderKeys(provider.keys, store.admission),
                 tiers=jobs.tiers,
                 lease_seconds=settings.storage.lease_seconds,
+                clock=store.clock,
             )
         )
     refs = Refs(

@@ -7,12 +7,19 @@ from pathlib import Path
 
 import pytest
 
-from bot.api import ProviderRateLimited
+from bot.api import ProviderClient, ProviderRateLimited
 from bot.api.ratelimit import RequestPacer
-from genbot.compose import shared_chat_pacing
+from bot.features.console import Console
+from bot.kernel import User
+from genbot.compose import build_core, shared_chat_pacing
 from storage import SqliteStore
 from storage.postgres import PostgresStore
+from tests.bot.harness import ROOMY, harness_settings
+from tests.fakes.platform import FakePlatform
 from tests.postgres import PostgresCluster
+from tests.storage.conftest import START
+
+ADMIN = User("root", is_admin=True)
 
 
 async def test_two_processes_together_send_what_the_limit_allows(
@@ -43,5 +50,27 @@ async def test_a_process_alone_on_its_database_paces_by_its_own_count(tmp_path: 
         await pacer.acquire(max_wait=1.0)
         with pytest.raises(ProviderRateLimited):
             await pacer.acquire(max_wait=1.0)
+    finally:
+        await store.close()
+
+
+async def test_the_core_stamps_and_compares_stored_times_on_the_stores_clock(
+    tmp_path: Path,
+) -> None:
+    """The job machinery and the admin page read ``time.time`` while the store stamped with its
+    own clock, on PostgreSQL the database server's: a host whose wall clock is off the server's
+    judged every lease, due poll and live process wrongly."""
+    store = await SqliteStore.open(tmp_path / "genbot.db", clock=lambda: START)
+    settings = harness_settings("http://127.0.0.1:9", tmp_path / "unused.db", webhooks=False)
+    consoles: list[Console] = []
+    try:
+        async with ProviderClient(settings.api) as provider:
+            surfaces = [FakePlatform(profile=ROOMY)]
+            _, jobs = build_core(settings, store, provider, surfaces, on_console=consoles.append)
+            info = jobs.tracker.leases.process_info()
+            assert info.started_at == START
+            await store.leasing.heartbeat(info)
+            overview = await consoles[0].overview(ADMIN, "fake", "w1", {})
+            assert [process["live"] for process in overview["cluster"]["processes"]] == [True]
     finally:
         await store.close()
