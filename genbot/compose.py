@@ -128,7 +128,8 @@ def configured_adapters(
     """The adapters whose credentials (or switch) are set, created but not started. ``demo``
     gives the playground an admin link (``genbot demo`` only); ``storage`` keeps the
     Slack workspaces of a distributed app, the Slack events the cluster handled and the channel
-    each Slack user looks at."""
+    each Slack user looks at, and the playground's history (with its clock, which the
+    playground stamps its messages and judges pending commands and access cookies by)."""
     adapters: dict[str, Adapter] = {}
     if settings.discord.token.get_secret_value():
         from adapters.discord.adapter import DiscordAdapter
@@ -157,6 +158,7 @@ def configured_adapters(
             history=None if storage is None else storage.playground,
             legacy_history=legacy,
             admin_link=demo,
+            clock=time.time if storage is None else storage.clock,
         )
     return adapters
 

@@ -19,7 +19,7 @@ import contextlib
 import logging
 import os
 import time
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Callable
 from pathlib import Path
 
 from adapters import AdapterStartError, FatalHandler, log_fatal
@@ -59,7 +59,11 @@ PLAYGROUND_LIMITS = ListenerLimits(max_body_bytes=256 * 1024)
 
 class WebAdapter:
     """The browser playground. Serve :attr:`app` (or call :meth:`start`) and point a browser at
-    it; the core answers through :attr:`surface`."""
+    it; the core answers through :attr:`surface`. ``clock``: the wall clock its messages are
+    stamped with (their order), a pending command's acceptance is judged by (another process
+    takes it ``PENDING_GRACE_SECONDS`` after) and access cookies are dated with — the store's,
+    which every process sharing ``history`` reads alike (on PostgreSQL the database server's:
+    :class:`storage.sql.server_clock.ServerClock`)."""
 
     platform = PLATFORM
 
@@ -74,6 +78,7 @@ class WebAdapter:
         legacy_history: Path | None = None,
         admin_link: bool = False,
         max_image_memory: int = 256 * 1024 * 1024,
+        clock: Callable[[], float] = time.time,
     ) -> None:
         self.settings = settings
         self.keepalive_seconds = keepalive_seconds
@@ -84,6 +89,7 @@ class WebAdapter:
             max_image_memory=max_image_memory,
             messages_per_channel=settings.messages_per_channel,
             legacy_file=legacy_history,
+            clock=clock,
         )
         self.surface = WebSurface(self.playground)
         self._handler_timeout: float | None = handler_timeout
@@ -92,7 +98,7 @@ class WebAdapter:
         self._listening = False
         self._handling: set[str] = set()
         self._pending_sweep: asyncio.Task[None] | None = None
-        self.access = Access(settings, admin_link=admin_link)
+        self.access = Access(settings, admin_link=admin_link, clock=clock)
         self.console: AdminConsole | None = None
         """The admin page's core (``/admin``), once :meth:`attach_console` gave it."""
         self.gallery: ResultGallery | None = None
@@ -170,7 +176,7 @@ class WebAdapter:
             host = "127.0.0.1"
         self.playground.url = f"http://[{host}]:{port}" if ":" in host else f"http://{host}:{port}"
         log.info("web playground at %s", self.playground.url)
-        await self._take_pending(time.time())
+        await self._take_pending(self.playground.clock())
         self._pending_sweep = asyncio.create_task(self._sweeping(), name="genbot-web-pending")
 
     async def stop(self) -> None:
@@ -250,7 +256,7 @@ class WebAdapter:
             try:
                 if failures:
                     await asyncio.sleep(PENDING_GRACE_SECONDS)
-                await self._take_pending(time.time() - PENDING_GRACE_SECONDS)
+                await self._take_pending(self.playground.clock() - PENDING_GRACE_SECONDS)
             except StorageError as error:
                 failures += 1
                 OUTAGE.failed("pending commands", error)

@@ -11,7 +11,6 @@ import asyncio
 import json
 import logging
 import re
-import time
 from collections.abc import Iterable
 from dataclasses import replace
 from typing import Any
@@ -293,7 +292,7 @@ async def edit(request: web.Request) -> web.Response:
     text = _text(body, playground)
     if not text:
         raise BadInput(_("Empty message: type something."))
-    edited = replace(shown, text=text, edited=time.time())
+    edited = replace(shown, text=text, edited=playground.clock())
     await playground.keep("edit", edited)
     said, mentioned = without_mention(text)
     event = UserMessage(

@@ -21,7 +21,7 @@ import logging
 import sqlite3
 import time
 from collections import OrderedDict
-from collections.abc import Collection
+from collections.abc import Callable, Collection
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
@@ -113,8 +113,13 @@ class Playground:
         profile: PlatformProfile = WEB_PROFILE,
         max_image_memory: int = 256 * 1024 * 1024,
         messages_per_channel: int = 500,
+        clock: Callable[[], float] = time.time,
     ) -> None:
         self.profile = profile
+        self.clock = clock
+        """The wall clock messages are stamped with (created, edited) and a pending command's
+        acceptance is judged by: the history's, which every process sharing it reads (see
+        :class:`adapters.web.adapter.WebAdapter`)."""
         self.max_upload_bytes = max_upload_bytes
         self.max_image_memory = max_image_memory
         self.messages_per_channel = messages_per_channel
@@ -446,6 +451,7 @@ class Playground:
             pending=command is not None,
             requester_is_admin=user.is_admin,
             visible_to=user.id if command is not None and not place.is_dm else None,
+            created=self.clock(),
         )
         images = tuple(ImageFile(f.filename, f.data, f.content_type) for f in files)
         self.store.replace_images(message, images)

@@ -3,7 +3,6 @@ there."""
 
 from __future__ import annotations
 
-import time
 from collections.abc import Mapping
 from dataclasses import replace
 
@@ -64,6 +63,7 @@ class WebSurface:
             mention=message.mention_user_id,
             reply_to=reply_target(origin),
             key=message.key,
+            created=self.playground.clock(),
         )
         self.playground.store.replace_images(posted, message.images)
         await self.playground.keep("post", posted, new=True)
@@ -88,7 +88,7 @@ class WebSurface:
             buttons=message.buttons,
             from_model=message.from_model,
             mention=message.mention_user_id,
-            edited=time.time(),
+            edited=self.playground.clock(),
         )
         if message.images:
             self.playground.store.replace_images(edited, message.images)
@@ -106,13 +106,17 @@ class WebSurface:
             or shown.visible_to not in (None, press.user.id)
         ):
             raise MessageGone(f"no genbot message {press.message_id!r} the presser sees")
-        edited = replace(shown, text=message.text, buttons=message.buttons, edited=time.time())
+        edited = replace(
+            shown, text=message.text, buttons=message.buttons, edited=self.playground.clock()
+        )
         await self.playground.keep("edit", edited, images_before=len(shown.images))
 
     async def delete(self, ref: MessageRef) -> None:
         """Remove a genbot message from the channel (and from the browsers showing it)."""
         posted = await self._own(ref)
-        gone = replace(posted, deleted=True, text="", buttons=(), images=[], edited=time.time())
+        gone = replace(
+            posted, deleted=True, text="", buttons=(), images=[], edited=self.playground.clock()
+        )
         await self.playground.keep("delete", gone)
 
     async def link(self, ref: MessageRef) -> str | None:
@@ -183,6 +187,7 @@ class WebSurface:
             buttons=message.buttons,
             reply_to=reply_target(origin),
             visible_to=origin.user.id,
+            created=self.playground.clock(),
         )
         self.playground.store.replace_images(private, message.images)
         return private

@@ -7,11 +7,13 @@ from pathlib import Path
 
 import pytest
 
+from adapters.web import WebAdapter
+from adapters.web.settings import WebSettings
 from bot.api import ProviderClient, ProviderRateLimited
 from bot.api.ratelimit import RequestPacer
 from bot.features.console import Console
 from bot.kernel import User
-from genbot.compose import build_core, shared_chat_pacing
+from genbot.compose import build_core, configured_adapters, shared_chat_pacing
 from storage import SqliteStore
 from storage.postgres import PostgresStore
 from tests.bot.harness import ROOMY, harness_settings
@@ -72,5 +74,16 @@ async def test_the_core_stamps_and_compares_stored_times_on_the_stores_clock(
             await store.leasing.heartbeat(info)
             overview = await consoles[0].overview(ADMIN, "fake", "w1", {})
             assert [process["live"] for process in overview["cluster"]["processes"]] == [True]
+    finally:
+        await store.close()
+
+
+async def test_the_playground_dates_its_messages_on_the_stores_clock(tmp_path: Path) -> None:
+    store = await SqliteStore.open(tmp_path / "genbot.db", clock=lambda: START)
+    settings = harness_settings("http://127.0.0.1:9", tmp_path / "genbot.db", webhooks=False)
+    settings = settings.model_copy(update={"web": WebSettings(enabled=True, port=0)})
+    try:
+        web = configured_adapters(settings, storage=store)["web"]
+        assert isinstance(web, WebAdapter) and web.playground.clock() == START
     finally:
         await store.close()

@@ -7,6 +7,7 @@ from collections.abc import Awaitable, Callable
 
 import pytest
 from aiohttp import ClientSession
+from pydantic import SecretStr
 
 from adapters.web import WebAdapter
 from adapters.web.settings import WebSettings
@@ -197,3 +198,35 @@ async def test_a_command_is_private_until_genbot_answers_it_in_public(
     await adapter.surface.send(PLACE, OutMessage("Posted for all"), origin=settings)
     seen = [(m["text"], m["private"]) for m in (await history(bob))["messages"]]
     assert seen == [("/settings", False), ("Posted for all", False)]
+
+
+async def test_messages_and_commands_are_dated_on_the_clock_the_adapter_is_given(
+    core: RecordingCore,
+) -> None:
+    """The playground dated its messages and judged a pending command's grace on ``time.time``,
+    while the processes sharing its history each read their own host's: on hosts whose wall
+    clocks differ, messages took their places out of order and a command another process had
+    just accepted looked past its grace. It reads the clock it is given (the store's)."""
+    start = 1_700_000_000.0
+    settings = WebSettings(
+        host="127.0.0.1", port=0, access_token=SecretStr("let me in, I am a test")
+    )
+    adapter = WebAdapter(settings, clock=lambda: start)
+    core.surface = adapter.surface
+    await adapter.start(FakeRouter(core, [adapter.surface]))
+    try:
+        ref = await adapter.surface.send(PLACE, OutMessage("a fox"))
+        await adapter.surface.edit(ref, OutMessage("a red fox"))
+        asked = await adapter.playground.post_user_message(
+            User("u1"), PLACE, "/imagine a fox", [], command="imagine"
+        )
+        shown = adapter.playground.store.history("general", "u1")
+        assert sorted((m.text, m.created, m.edited) for m in shown) == [
+            ("/imagine a fox", start, None),
+            ("a red fox", start, start),
+        ]
+        assert await adapter.playground.claim_pending(start) == []
+        assert await adapter.playground.claim_pending(start + 1) == [asked.id]
+        assert adapter.access.access_cookie().startswith(f"{int(start)}.")
+    finally:
+        await adapter.stop()
