@@ -146,6 +146,7 @@ def configured_adapters(
             dedupe=None if storage is None else storage.dedupe,
             channels_in_view=None if storage is None else storage.channels_in_view,
             read_user_groups=settings.quotas.maps_roles_of("slack"),
+            clock=time.time if storage is None else storage.clock,
         )
     if settings.web.enabled:
         from adapters.web.adapter import WebAdapter

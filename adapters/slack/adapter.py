@@ -105,13 +105,15 @@ class SlackAdapter:
         dedupe: EventDedupe | None = None,
         channels_in_view: ChannelsInView | None = None,
         read_user_groups: bool = False,
+        clock: Callable[[], float] = time.time,
     ) -> None:
         """``installations``: where a distributed genbot keeps its workspaces (its database),
         their tokens sealed by ``sealer``; ``dedupe``: where processes sharing the app record
         the events they handled; ``channels_in_view``: where they share the channel each user
         looks at beside the Messages tab (else this process keeps it); ``read_user_groups``:
         every event's user carries the user groups they are in (``User.roles``, for tiers
-        mapped from them; :mod:`.usergroups`)."""
+        mapped from them; :mod:`.usergroups`); ``clock``: what OAuth states are dated by (the
+        clock ``installations`` checks them on: the store's)."""
         bot_token = settings.bot_token.get_secret_value()
         if bot_token and settings.distributed:
             raise ValueError(
@@ -136,7 +138,7 @@ class SlackAdapter:
         )
         self.client = AsyncWebClient(token=bot_token or None, base_url=self._api_url)
         self.distribution = (
-            Distribution(settings, installations, sealer, self.client)
+            Distribution(settings, installations, sealer, self.client, clock=clock)
             if settings.distributed and installations is not None and sealer is not None
             else None
         )

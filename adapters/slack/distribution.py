@@ -13,6 +13,9 @@ listeners) and the token the surface had cached.
 
 from __future__ import annotations
 
+import time
+from collections.abc import Callable
+
 import yarl
 from slack_bolt.async_app import AsyncApp
 from slack_bolt.context.async_context import AsyncBoltContext
@@ -64,10 +67,13 @@ class Distribution:
         storage: Installations,
         sealer: Sealer,
         client: AsyncWebClient,
+        *,
+        clock: Callable[[], float] = time.time,
     ) -> None:
+        """``clock``: what OAuth states are dated by, the clock ``storage`` checks them on."""
         self.settings = settings
         self.installations = InstallationStore(storage, sealer)
-        self.states = OAuthStateStore(storage, expiration_seconds=STATE_SECONDS)
+        self.states = OAuthStateStore(storage, expiration_seconds=STATE_SECONDS, clock=clock)
         rotator = AsyncTokenRotator(
             client_id=settings.client_id,
             client_secret=settings.client_secret.get_secret_value(),

@@ -3,10 +3,14 @@ processes on one PostgreSQL database count each other's requests."""
 
 from __future__ import annotations
 
+import time
 from pathlib import Path
 
 import pytest
+from pydantic import SecretStr
 
+from adapters.slack.adapter import SlackAdapter
+from adapters.slack.settings import SlackSettings
 from adapters.web import WebAdapter
 from adapters.web.settings import WebSettings
 from bot.api import ProviderClient, ProviderRateLimited
@@ -85,5 +89,23 @@ async def test_the_playground_dates_its_messages_on_the_stores_clock(tmp_path: P
     try:
         web = configured_adapters(settings, storage=store)["web"]
         assert isinstance(web, WebAdapter) and web.playground.clock() == START
+    finally:
+        await store.close()
+
+
+async def test_slack_oauth_states_are_dated_on_the_stores_clock(tmp_path: Path) -> None:
+    """An OAuth state was dated on this host's wall clock and checked on the store's (on
+    PostgreSQL the database server's): a host ten minutes behind it refused every install."""
+    store = await SqliteStore.open(tmp_path / "genbot.db", clock=lambda: time.time() + 3600)
+    settings = harness_settings("http://127.0.0.1:9", tmp_path / "genbot.db", webhooks=False)
+    oauth = SlackSettings(
+        client_id="1.2", client_secret=SecretStr("shh"), signing_secret=SecretStr("sig")
+    )
+    settings = settings.model_copy(update={"slack": oauth})
+    try:
+        slack = configured_adapters(settings, storage=store)["slack"]
+        assert isinstance(slack, SlackAdapter) and slack.distribution is not None
+        states = slack.distribution.states
+        assert await states.async_consume(await states.async_issue())
     finally:
         await store.close()
