@@ -23,10 +23,13 @@ heartbeat to renew theirs, so the first process back would otherwise take everyo
 heartbeat that took longer than one beat period counts as a stall too (the lease is measured
 again from its answer): a stall shorter than the heartbeat's deadline delays it without failing
 it, and leases expired for everyone meanwhile. Both are measured on the monotonic clock, so a
-wall clock stepped forward during a heartbeat (an NTP step) is no stall — for a step shorter
-than a lease only: the renewal's ``lease_until`` is wall time (every process compares it with
-its own), and a renewal the wall clock says was written a lease or more late is rolled back,
-which counts as not reaching the database (:meth:`storage.JobLeasing.heartbeat`).
+wall clock stepped forward during a heartbeat (an NTP step) is no stall. The renewal's
+``lease_until`` is on the store's clock, which every process compares it with: on PostgreSQL the
+database server's, carried by this process's monotonic clock and checked in each heartbeat's own
+round trip (:class:`storage.sql.server_clock.ServerClock`), so neither hosts whose wall clocks
+differ nor a step of this host's wall clock moves a lease; a renewal that store's clock says was
+written a lease or more late is rolled back, which counts as not reaching the database
+(:meth:`storage.JobLeasing.heartbeat`).
 
 On a shared database (PostgreSQL) a listener also waits for wakeups: another process that
 received a webhook for a job this one holds stores it and asks the owner to act now.
