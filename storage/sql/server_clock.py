@@ -30,9 +30,10 @@ class ServerClock:
     too (:meth:`observe`: no statement more). The server read its clock somewhere inside the
     round trip, so its reading minus this clock's when the statement was sent and when it was
     answered bound the correction. The offset moves only when it falls outside those bounds
-    (this host's monotonic clock drifted, or the server's clock stepped), to their middle: its
-    error is at most half the round trip it was last moved by, and between corrections the
-    clock runs at the monotonic clock's rate, never stepping back.
+    (this host's monotonic clock drifted, or the server's clock stepped), to the nearer one,
+    never further than a round trip proves it off: its error is at most half the first
+    measurement's round trip, or the whole round trip it was last moved by, and between
+    corrections the clock runs at the monotonic clock's rate, never stepping back.
 
     ``host`` (this host's wall clock) only starts the offset, for what is read before the
     first measurement; tests inject it (a host a minute ahead) and ``monotonic`` (to step or
@@ -43,7 +44,8 @@ class ServerClock:
         self.offset = host() - monotonic()
         """Seconds from the monotonic clock to the server's wall clock."""
         self.error: float | None = None
-        """Half the round trip of the sample the offset was last moved by (None: not
+        """The most the offset can be off, as the sample it was last moved by shows: half its
+        round trip at the first measurement, its whole round trip later (None: not
         measured yet: the offset is this host's wall clock's)."""
 
     def __call__(self) -> float:
@@ -51,17 +53,23 @@ class ServerClock:
 
     def observe(self, sent: float, server: float, answered: float) -> None:
         """A round trip, sent at ``sent`` and answered at ``answered`` (readings of this
-        clock), in which the server read ``server`` on its own: the offset moves to the
-        middle of the bounds it gives when outside them, or at the first measurement. A round
-        trip answered before it was sent (a reading in doubt) is ignored."""
+        clock), in which the server read ``server`` on its own. The first measurement moves
+        the offset to the middle of the bounds it gives; later, the offset moves only when
+        it falls outside them, and then to the nearer bound: a slow round trip (a lock waited
+        for, a late event loop) leaves its middle anywhere in it, so moving there could put a
+        clock that was off by milliseconds seconds off, and step it back at the next beat. A
+        round trip answered before it was sent (a reading in doubt) is ignored."""
         if answered < sent:
             return
         low, high = server - answered, server - sent
-        if self.error is not None and low <= 0.0 <= high:
+        first = self.error is None
+        if first:
+            step, self.error = (low + high) / 2, (high - low) / 2
+        elif low <= 0.0 <= high:
             return
-        step = (low + high) / 2
+        else:
+            step, self.error = (low if low > 0.0 else high), high - low
         self.offset += step
-        first, self.error = self.error is None, (high - low) / 2
         if abs(step) >= TOLD_STEP:
             log.warning(
                 "%s: stored times follow the database server's clock, %+.1f s from this"

@@ -318,7 +318,7 @@ async def test_hosts_a_minute_apart_keep_each_others_live_leases_and_take_a_dead
     """Each store compared leases with its host's wall clock: a host a minute ahead took a live
     process's jobs at once, and one behind left a dead process's jobs a minute past their
     lease. Both compare with the database server's clock now."""
-    url, lease = postgres.create_schema(), 1.0
+    url, lease = postgres.create_schema(), 3.0
     async with (
         await PostgresStore.open(url, lease_seconds=lease, clock=host_clock(MINUTE)) as ahead,
         await PostgresStore.open(url, lease_seconds=lease, clock=host_clock(0.0)) as on_time,
