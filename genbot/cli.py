@@ -12,7 +12,6 @@ from __future__ import annotations
 
 import asyncio
 import os
-import time
 from collections.abc import Awaitable, Callable, Mapping
 from pathlib import Path
 from typing import TYPE_CHECKING
@@ -297,7 +296,7 @@ def status(ctx: click.Context) -> None:
         click.echo(f"Error: {redact(str(error), settings_secrets(settings))}", err=True)
         ctx.exit(1)
         return
-    click.echo(format_status(found, time.time()))
+    click.echo(format_status(found))
 
 
 @main.command(short_help="Check the configuration and each configured service.")

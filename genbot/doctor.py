@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import asyncio
 import socket
-import time
 import uuid
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
@@ -124,16 +123,15 @@ def check_storage(settings: Settings) -> Finding:
 
 async def check_postgres(settings: Settings) -> list[Finding]:
     """PostgreSQL answers; its version, the schema state, and the live processes with their
-    lease counts (read-only: nothing is migrated)."""
+    lease counts (read-only: nothing is migrated), judged and dated on the server's clock."""
     try:
         found = await inspect(settings)
     except StorageError as error:
         return [Finding("storage", False, f"{error} (check [storage] url)")]
     ok, schema = schema_state(found)
     findings = [Finding("storage", ok, f"{found.server} at {found.where}, {schema}")]
-    now = time.time()
     live = found.live
-    running = "; ".join(describe_process(p, now) for p in live) if live else "none running"
+    running = "; ".join(describe_process(p, found.now) for p in live) if live else "none running"
     findings.append(Finding("processes", True, f"{len(live)} live: {running}"))
     return findings
 

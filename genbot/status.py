@@ -12,11 +12,13 @@ from storage.records.jobs import ProcessStatus
 
 
 async def inspect(settings: Settings, clock: Callable[[], float] = time.time) -> Inspection:
-    """Look at the configured database (read-only); :class:`storage.StorageError` if not."""
+    """Look at the configured database (read-only); :class:`storage.StorageError` if not.
+    ``clock`` (this host's wall clock) judges the processes on SQLite only: PostgreSQL's are
+    judged on the server's clock, the one they stamp with."""
     lease = settings.storage.lease_seconds
     url = settings.storage.postgres_url
     if url is not None:
-        return await inspect_postgres(url, lease_seconds=lease, clock=clock)
+        return await inspect_postgres(url, lease_seconds=lease)
     return await inspect_sqlite(settings.storage.path, lease_seconds=lease, clock=clock)
 
 
@@ -38,25 +40,22 @@ def schema_state(found: Inspection) -> tuple[bool, str]:
 
 
 def describe_process(process: ProcessStatus, now: float) -> str:
-    """One process in one line."""
+    """One process in one line, as seen at ``now`` (:attr:`Inspection.now`)."""
     parts = [", ".join(process.platforms) or "no adapters"]
     if process.shards:
         parts.append(f"shards {process.shards}")
     parts.append(f"{process.leases} lease{'s' if process.leases != 1 else ''}")
-    state = (
-        f"seen {now - process.seen_at:.0f} s ago"
-        if process.live
-        else f"gone, last seen {now - process.seen_at:.0f} s ago"
-    )
+    ago = max(0.0, now - process.seen_at)
+    state = f"seen {ago:.0f} s ago" if process.live else f"gone, last seen {ago:.0f} s ago"
     return f"{process.id} (pid {process.pid} on {process.host}; {'; '.join(parts)}; {state})"
 
 
-def format_status(found: Inspection, now: float) -> str:
+def format_status(found: Inspection) -> str:
     """The report ``genbot status`` prints."""
     _, schema = schema_state(found)
     lines = [f"storage: {found.server} at {found.where}, {schema}"]
     lines.append(f"processes: {len(found.live)} live, {len(found.processes)} known")
-    lines += [f"  {describe_process(process, now)}" for process in found.processes]
+    lines += [f"  {describe_process(process, found.now)}" for process in found.processes]
     total = sum(count for _, _, count in found.jobs)
     lines.append(f"unfinished jobs: {total}")
     width = max((len(status) for status, _, _ in found.jobs), default=0)

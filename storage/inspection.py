@@ -22,6 +22,7 @@ from storage.sql.session import Database, from_json
 from storage.sqlite.database import SqliteDatabase
 
 _UNFINISHED: Final = tuple(sorted(UNFINISHED_STATUSES))
+SQL_SERVER: Final = "SELECT current_setting('server_version') AS server_version, {} AS server_now"
 SQL_PROCESSES: Final = "SELECT id, host, pid, platforms, shards, started_at, seen_at FROM processes"
 SQL_JOBS: Final = (
     f"SELECT status, owner, COUNT(*) AS n FROM jobs WHERE status IN ({marks(len(_UNFINISHED))})"
@@ -40,6 +41,10 @@ class Inspection:
     processes: list[ProcessStatus]
     jobs: list[tuple[str, str | None, int]]
     """Unfinished jobs: ``(status, owner, count)``."""
+    now: float
+    """When the processes were judged live or gone: the database server's wall clock where it
+    has one (hosts whose clocks disagree with it see the cluster as it does), else this
+    host's."""
 
     @property
     def live(self) -> list[ProcessStatus]:
@@ -64,16 +69,16 @@ def _processes(
     return sorted(found, key=lambda p: (not p.live, p.id))
 
 
-async def inspect_postgres(
-    url: str, *, lease_seconds: float, clock: Callable[[], float] = time.time
-) -> Inspection:
-    """Look at the PostgreSQL database at ``url`` (read-only); :class:`StorageError` with
-    one line when it cannot be reached."""
+async def inspect_postgres(url: str, *, lease_seconds: float) -> Inspection:
+    """Look at the PostgreSQL database at ``url`` (read-only), judging its processes on the
+    server's clock, read in the first statement; :class:`StorageError` with one line when it
+    cannot be reached."""
     db = PostgresDatabase(url, pool_size=1)
     try:
-        row = await db.fetch_one("SHOW server_version")
-        server = f"PostgreSQL {row['server_version'] if row else '?'}"
-        return await inspect_database(db, server, lease_seconds, clock())
+        row = await db.fetch_one(SQL_SERVER.format(db.dialect.server_time))
+        assert row is not None
+        server = f"PostgreSQL {row['server_version']}"
+        return await inspect_database(db, server, lease_seconds, float(row["server_now"]))
     except StorageError as error:
         reason = str(error).removeprefix("database error: ")
         raise StorageError(f"cannot reach the database at {db.where}: {reason}") from error
@@ -87,7 +92,7 @@ async def inspect_sqlite(
     """Look at the SQLite database at ``path`` (read-only)."""
     server = f"SQLite {sqlite3.sqlite_version}"
     if not await asyncio.to_thread(path.exists):
-        return Inspection(server, str(path), 0, LATEST_VERSION, [], [])
+        return Inspection(server, str(path), 0, LATEST_VERSION, [], [], clock())
     try:
         db = await SqliteDatabase.open(path, read_only=True)
         try:
@@ -112,4 +117,4 @@ async def inspect_database(
         found = await db.fetch_all(SQL_JOBS, _UNFINISHED)
         jobs = [(row["status"], row["owner"], int(row["n"])) for row in found]
     processes = _processes(rows, jobs, now - lease_seconds)
-    return Inspection(server, db.where, version, LATEST_VERSION, processes, jobs)
+    return Inspection(server, db.where, version, LATEST_VERSION, processes, jobs, now)

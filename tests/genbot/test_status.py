@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import asyncio
 import time
+from collections.abc import Callable
 from pathlib import Path
 
 from pydantic import SecretStr
@@ -13,6 +14,7 @@ from pydantic import SecretStr
 from bot.kernel import StorageSettings
 from genbot.doctor import diagnose
 from genbot.settings import Settings
+from genbot.status import format_status, inspect
 from storage import ProcessInfo
 from storage.postgres import PostgresStore
 from tests.genbot.test_cli_errors import invoke
@@ -52,6 +54,31 @@ def test_status_lists_processes_and_jobs_by_state_and_owner(
     assert lines[4] == "unfinished jobs: 3"
     assert any(line.split() == ["finished", dead, "1"] for line in lines[5:])
     assert any(line.split() == ["processing", live, "2"] for line in lines[5:])
+
+
+def host_clock(off_by: float) -> Callable[[], float]:
+    """The wall clock of a host ``off_by`` seconds off the database server's."""
+    return lambda: time.time() + off_by
+
+
+async def test_processes_are_judged_on_the_database_servers_clock_not_this_hosts(
+    postgres: PostgresCluster,
+) -> None:
+    """The processes stamp their leases on the database server's clock: judged on this host's,
+    a host an hour ahead showed every live process gone and one an hour behind showed a
+    process dead for a minute live."""
+    url = postgres.create_database()
+    live, dead = await two_processes(url)
+    settings = Settings(storage=StorageSettings(url=SecretStr(url)))
+    for off_by in (3600.0, -3600.0):
+        found = await inspect(settings, clock=host_clock(off_by))
+        assert [(p.id, p.live) for p in found.processes] == [(live, True), (dead, False)]
+        lines = format_status(found).splitlines()
+        assert lines[1] == "processes: 1 live, 2 known"
+        live_seen = lines[2].removesuffix(" s ago)").rsplit("; seen ", 1)
+        assert float(live_seen[1]) <= settings.storage.lease_seconds, lines[2]
+        dead_seen = lines[3].removesuffix(" s ago)").rsplit("; gone, last seen ", 1)
+        assert 60 <= float(dead_seen[1]) < 3600, lines[3]
 
 
 def test_status_of_a_new_sqlite_database(tmp_path: Path) -> None:
