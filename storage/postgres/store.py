@@ -38,8 +38,7 @@ class PostgresStore(Store):
         try:
             await migrate(migrator, clock=identity.get("clock", time.time))
         except StorageError as error:
-            reason = str(error).removeprefix("database error: ")
-            raise StorageError(f"cannot open the database at {migrator.where}: {reason}") from error
+            raise _not_opened(migrator, error) from error
         finally:
             await migrator.close()
         store = cls(
@@ -48,7 +47,15 @@ class PostgresStore(Store):
         )
         try:
             await store.synced()
+        except StorageError as error:
+            await store.close()
+            raise _not_opened(store.db, error) from error
         except BaseException:
             await store.close()
             raise
         return store
+
+
+def _not_opened(db: PostgresDatabase, error: StorageError) -> StorageError:
+    reason = str(error).removeprefix("database error: ")
+    return StorageError(f"cannot open the database at {db.where}: {reason}")

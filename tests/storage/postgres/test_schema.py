@@ -10,6 +10,8 @@ from storage import StorageError
 from storage.postgres import PostgresStore, describe_url
 from storage.queries import leasing
 from storage.sql.dialect import POSTGRES
+from storage.sql.server_clock import SAMPLES, ServerClock
+from storage.sql.session import Database
 from tests.postgres import PostgresCluster
 
 
@@ -27,6 +29,24 @@ async def test_an_unreachable_server_is_one_line_without_the_password(
     message = str(raised.value)
     assert message.startswith(f"cannot open the database at {describe_url(url)}: ")
     assert "nowhere" in message and "hunter2" not in message and "\n" not in message
+
+
+class UnreadableClock(ServerClock):
+    """A server clock whose measuring statement the server refuses."""
+
+    async def measure(self, db: Database, samples: int = SAMPLES) -> None:
+        await db.fetch_one("SELECT no_such_clock()")
+
+
+async def test_a_clock_that_cannot_be_measured_at_open_is_one_line_like_a_migration(
+    url: str,
+) -> None:
+    """The first measurement of the server's clock failed with a bare "database error: …"."""
+    with pytest.raises(StorageError) as raised:
+        await PostgresStore.open(url, clock=UnreadableClock())
+    message = str(raised.value)
+    assert message.startswith(f"cannot open the database at {describe_url(url)}: ")
+    assert "no_such_clock" in message and "database error" not in message
 
 
 def test_a_url_is_described_without_credentials() -> None:
