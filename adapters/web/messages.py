@@ -12,7 +12,6 @@ import io
 import itertools
 import re
 import secrets
-import time
 from collections import Counter, OrderedDict, deque
 from collections.abc import Sequence
 from dataclasses import dataclass, field, fields
@@ -89,7 +88,9 @@ class WebMessage:
     pending: bool = False
     """A command's message whose handler has not finished yet."""
     requester_is_admin: bool = False
-    created: float = field(default_factory=time.time)
+    created: float = field(kw_only=True)
+    """When the message was posted, on the playground's clock (the store's: every process
+    sharing its history orders and judges messages by it)."""
     edited: float | None = None
     deleted: bool = False
     version: int = 0

@@ -199,7 +199,15 @@ async def test_a_message_saved_late_elsewhere_takes_its_place_by_its_time_everyw
         watching(second),
     ):
         store = second.playground.store
-        made_first = WebMessage(store.new_id(), "general", None, "bot", BOT_AUTHOR, "made first")
+        made_first = WebMessage(
+            store.new_id(),
+            "general",
+            None,
+            "bot",
+            BOT_AUTHOR,
+            "made first",
+            created=second.playground.clock(),
+        )
         await first.surface.send(PLACE, OutMessage("made later, saved first"))
         await second.playground.keep("post", made_first, new=True)
 

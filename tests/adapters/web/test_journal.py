@@ -153,7 +153,9 @@ async def test_a_press_on_a_message_only_the_history_holds_reaches_the_core(
         assert journal is not None
         buttons = ((Button("U2", "upscale2", "job-3"),),)
         for message_id, channel in [("elsewhere-1", "art"), ("elsewhere-2", "dm-someone")]:
-            saved = WebMessage(message_id, channel, None, "bot", {"id": "genbot"}, "grid")
+            saved = WebMessage(
+                message_id, channel, None, "bot", {"id": "genbot"}, "grid", created=1.0
+            )
             saved.buttons = buttons
             await journal.save(saved, [])
         assert adapter.playground.store.get("elsewhere-1") is None
@@ -261,10 +263,12 @@ async def test_the_file_keeps_each_channels_latest_messages_and_their_images(
     async with await SqliteStore.open(tmp_path / "p.db") as database:
         journal = PlaygroundJournal(database.playground, max_messages_per_channel=3)
         for number in range(5):
-            message = WebMessage(str(number), "general", None, "bot", {"id": "genbot"})
+            message = WebMessage(
+                str(number), "general", None, "bot", {"id": "genbot"}, created=float(number)
+            )
             store.replace_images(message, (ImageFile(f"{number}.png", png(4 + number)),))
             await journal.save(store.add(message), store.stored_images(message))
-        other = WebMessage("x", "art", None, "bot", {"id": "genbot"}, text="elsewhere")
+        other = WebMessage("x", "art", None, "bot", {"id": "genbot"}, text="elsewhere", created=5.0)
         await journal.save(store.add(other), [])
         saved = await journal.load()
     assert [m.id for m in saved.messages] == ["2", "3", "4", "x"]
@@ -446,7 +450,9 @@ async def test_an_earlier_genbots_history_file_is_imported_once(tmp_path: Path) 
     conn = sqlite3.connect(legacy)
     with conn:
         conn.executescript(LEGACY_SCHEMA)
-        message = WebMessage("old-1", "general", None, "bot", {"id": "genbot"}, text="from 2025")
+        message = WebMessage(
+            "old-1", "general", None, "bot", {"id": "genbot"}, text="from 2025", created=1.0
+        )
         body = json.dumps(message_record(message))
         conn.execute(
             "INSERT INTO messages (id, channel, pending, image_keys, body) VALUES (?, ?, 0, ?, ?)",
@@ -471,7 +477,9 @@ async def test_an_earlier_genbots_history_is_imported_in_a_few_transactions_in_o
     with conn:
         conn.executescript(LEGACY_SCHEMA)
         for n in range(250):
-            message = WebMessage(f"old-{n}", "general", None, "bot", {"id": "genbot"}, text=f"{n}")
+            message = WebMessage(
+                f"old-{n}", "general", None, "bot", {"id": "genbot"}, text=f"{n}", created=n
+            )
             row = (message.id, "general", "[]", json.dumps(message_record(message)))
             conn.execute(LEGACY_INSERT, row)
     conn.close()

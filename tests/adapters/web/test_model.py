@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from dataclasses import replace
+from itertools import count
 
 import pytest
 
@@ -13,9 +14,14 @@ from bot.kernel import ImageFile
 from tests.adapters.web.fakes import png
 from tests.resilience.hostile_files import noise_png
 
+MADE = count()
+"""When each message of these tests was made, in their order."""
+
 
 def message(store: MessageStore, channel: str = "general") -> WebMessage:
-    return WebMessage(id=store.new_id(), channel=channel, thread=None, kind="bot", author={})
+    return WebMessage(
+        id=store.new_id(), channel=channel, thread=None, kind="bot", author={}, created=next(MADE)
+    )
 
 
 def test_a_full_channel_drops_its_oldest_message_and_the_images_only_it_showed() -> None:
@@ -51,7 +57,14 @@ def test_a_message_leaving_a_full_channel_reads_no_other_kept_message() -> None:
     image = ImageFile("a.png", png(1, 1))
     Reading.reads = 0
     for _ in range(600):
-        kept = Reading(id=store.new_id(), channel="general", thread=None, kind="bot", author={})
+        kept = Reading(
+            id=store.new_id(),
+            channel="general",
+            thread=None,
+            kind="bot",
+            author={},
+            created=next(MADE),
+        )
         store.replace_images(kept, (image,))
         store.add(kept)
     assert Reading.reads <= 5 * 600, f"{Reading.reads} reads of messages' images"
