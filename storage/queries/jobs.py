@@ -141,9 +141,9 @@ class JobWriter(JobReader):
         ``create_failed`` stamps ``finished_at`` unless given or already set. A move
         ``JOB_TRANSITIONS`` does not allow raises :class:`StorageError`."""
         move = JobMove(job_id, from_statuses, to_status, fields, fence)
-        sql, values = compare_and_set(move, self.clock(), self.db.dialect)
         if links:
-            return await self._linked_moves((sql + " RETURNING id", values, links)) is not None
+            return await self._move_reading(move, "id", links) is not None
+        sql, values = compare_and_set(move, self.clock(), self.db.dialect)
         return await self.db.execute(sql, values, repeatable=True) == 1
 
     async def transition_noting(
@@ -165,12 +165,7 @@ class JobWriter(JobReader):
         press, in any process) stays and shows in the answer. Their values must not be objects
         or null (:meth:`Dialect.json_merged`)."""
         move = JobMove(job_id, from_statuses, to_status, fields, fence)
-        sql, values = compare_and_set(move, self.clock(), self.db.dialect, noted)
-        sql += " RETURNING result"
-        if links:
-            row = await self._linked_moves((sql, values, links))
-        else:
-            row = await self.db.fetch_one(sql, values, repeatable=True)
+        row = await self._move_reading(move, "result", links, noted)
         return None if row is None else from_json(row["result"], {})
 
     async def transition_answering(
@@ -188,13 +183,24 @@ class JobWriter(JobReader):
         for a caller that goes on with the job (a new job's start, once its progress message
         is linked and once the provider's answer is recorded) instead of reading it again."""
         move = JobMove(job_id, from_statuses, to_status, fields, fence)
-        sql, values = compare_and_set(move, self.clock(), self.db.dialect)
-        sql += " RETURNING *"
-        if links:
-            row = await self._linked_moves((sql, values, links))
-        else:
-            row = await self.db.fetch_one(sql, values, repeatable=True)
+        row = await self._move_reading(move, "*", links)
         return None if row is None else job_from_row(row)
+
+    async def _move_reading(
+        self,
+        move: JobMove,
+        read: str,
+        links: Sequence[JobMessage],
+        noted: Mapping[str, Any] | None = None,
+    ) -> Row | None:
+        """Make ``move`` (``noted``: see :meth:`transition_noting`), answering the columns
+        ``read`` as its own statement left them (``RETURNING``), or None when it did not move;
+        ``links`` are committed with it, grouped with the other linked moves."""
+        sql, values = compare_and_set(move, self.clock(), self.db.dialect, noted)
+        sql += f" RETURNING {read}"
+        if links:
+            return await self._linked_moves((sql, values, links))
+        return await self.db.fetch_one(sql, values, repeatable=True)
 
     @functools.cached_property
     def _linked_moves(self) -> Grouped[LinkedMove, Row | None]:

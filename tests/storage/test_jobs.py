@@ -258,14 +258,21 @@ async def test_linked_moves_read_back_one_value_each_not_the_job(store: Store) -
     assert (trip.rows_read, trip.values_read) == (3, 3)
 
 
+async def a_job_another_process_changed(store: Store, other_store: Store) -> Job:
+    """A new job as ``store`` created it, its webhook secret since changed by ``other_store``
+    (``sealed-new``): an answer read by the move shows the change, the caller's copy does not."""
+    job = await create_job(store.admission, new_job(webhook_secret="sealed-old"))
+    await other_store.jobs.update_job(job.id, webhook_secret="sealed-new")
+    return job
+
+
 async def test_a_linked_move_answering_the_job_reads_it_with_its_own_statement(
     store: Store, other_store: Store
 ) -> None:
     """A new job's progress link answers the job as the move left it, read by the move itself
     (no statement more), a change made since the caller read it (in another process)
     included; a move that does not happen answers None and links nothing."""
-    job = await create_job(store.admission, new_job(webhook_secret="sealed-old"))
-    await other_store.jobs.update_job(job.id, webhook_secret="sealed-new")
+    job = await a_job_another_process_changed(store, other_store)
     counting = counted(store)
 
     progress = JobMessage("discord", "c1", "m-progress", job.id, "progress")
@@ -295,8 +302,7 @@ async def test_a_move_without_links_answering_the_job_reads_it_with_its_own_stat
     one statement (the move's own), a change made since the caller read it (in another
     process) included; a move that does not happen (an early webhook moved the job first)
     answers None and changes nothing."""
-    job = await create_job(store.admission, new_job(webhook_secret="sealed-old"))
-    await other_store.jobs.update_job(job.id, webhook_secret="sealed-new")
+    job = await a_job_another_process_changed(store, other_store)
     counting = counted(store)
 
     answered = await store.jobs.transition_answering(
