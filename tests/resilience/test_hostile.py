@@ -10,7 +10,6 @@ from pathlib import Path
 
 import pytest
 
-from adapters.listener import ListenerLimits
 from tests.fakes.slack import FakeSlack
 from tests.resilience.hostile import (
     blends_over_budget,
@@ -70,9 +69,11 @@ async def test_slow_slack_bodies_are_let_go_and_slack_is_answered_meanwhile(
         outcome = await slack_slow_bodies(tmp_path, connections=300, slack=slack)
 
     # before: every connection held until the 60 s body timeout (0 here: the attack gives up
-    # at 30 s), and Slack's requests got 503
+    # at 30 s), and Slack's requests got 503. Those beyond the per-client cap get 503 when they
+    # all arrive within the listener's 3 s grace; on a loaded machine the first are let go
+    # before the last arrive, so how many varies: the cap is tested alone in
+    # tests/adapters/test_listener.py.
     assert outcome.answers[408] + outcome.answers[503] == 300, outcome
-    assert outcome.answers[503] >= 300 - ListenerLimits().max_connections_per_client, outcome
     assert outcome.checks == {"signed request during": True, "signed request after": True}
     assert outcome.warning_lines <= 3, outcome.warning_lines
 
