@@ -27,7 +27,6 @@ the workspace it names (a job's own workspace for a cancel), whatever the page s
 from __future__ import annotations
 
 import re
-import time
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import asdict, dataclass
 from datetime import UTC, datetime
@@ -70,7 +69,9 @@ class ConsoleStorage:
 
 
 class Console:
-    """The admin page's core (see the module docstring)."""
+    """The admin page's core (see the module docstring). ``clock`` is the store's
+    (``store.clock``): jobs' ages and the processes' stamps are judged, and an export dated,
+    on it."""
 
     def __init__(
         self,
@@ -82,7 +83,7 @@ class Console:
         keys: ProviderKeys,
         tiers: Tiers,
         lease_seconds: float,
-        clock: Callable[[], float] = time.time,
+        clock: Callable[[], float],
     ) -> None:
         self.storage = storage
         self.moderation = moderation

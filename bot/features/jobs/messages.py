@@ -51,7 +51,6 @@ from __future__ import annotations
 import asyncio
 import logging
 import math
-import time
 from collections import OrderedDict
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, replace
@@ -233,7 +232,9 @@ class JobMessagesStorage:
 
 class JobMessages:
     """Posts each job's progress message and keeps it current, then makes it show the job's
-    outcome — the result or the failure report — exactly once (see the module docstring)."""
+    outcome — the result or the failure report — exactly once (see the module docstring).
+    ``clock`` is the store's (``store.clock``): delivery claims and retries are stamped and
+    a job's age measured on it."""
 
     def __init__(
         self,
@@ -242,7 +243,7 @@ class JobMessages:
         media: MediaFetcher,
         watch: JobWatch,
         *,
-        clock: Callable[[], float] = time.time,
+        clock: Callable[[], float],
         retry: DeliveryRetry | None = None,
         experience: Experience | None = None,
         hosted: MediaHost | None = None,

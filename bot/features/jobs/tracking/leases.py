@@ -72,7 +72,8 @@ Held = Callable[[frozenset[str], int], None]
 
 
 class Leases:
-    """Renews, takes over and releases the leases of one process (see the module docstring)."""
+    """Renews, takes over and releases the leases of one process (see the module docstring).
+    ``clock`` is the store's (``store.clock``), on which the process's start is stamped."""
 
     def __init__(
         self,
@@ -83,7 +84,7 @@ class Leases:
         *,
         held: Held = lambda _jobs, _beat: None,
         shards: Callable[[], str | None] = lambda: None,
-        clock: Callable[[], float] = time.time,
+        clock: Callable[[], float],
         monotonic: Callable[[], float] = time.monotonic,
     ) -> None:
         self._store = store

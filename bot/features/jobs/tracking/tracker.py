@@ -165,7 +165,9 @@ class TrackerStorage:
 
 
 class Tracker:
-    """Polls, receives webhooks, resumes after restarts and triggers delivery."""
+    """Polls, receives webhooks, resumes after restarts and triggers delivery. ``clock`` is
+    the store's (``store.clock``), on which stored times are stamped and compared; it has no
+    default, so a caller cannot fall back on this host's wall clock by leaving it out."""
 
     def __init__(
         self,
@@ -179,7 +181,7 @@ class Tracker:
         platforms: Callable[[], Iterable[str]],
         shards: Callable[[], str | None] = lambda: None,
         webhooks: bool = False,
-        clock: Callable[[], float] = time.time,
+        clock: Callable[[], float],
         monotonic: Callable[[], float] = time.monotonic,
         starting: Container[str],
         results: ScreensResults | None = None,

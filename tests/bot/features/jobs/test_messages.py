@@ -219,6 +219,7 @@ async def test_job_posts_count_until_they_land_so_slow_requests_are_never_refuse
             Outbox(surfaces, Pacer(fake.clock)),
             MediaFetcher(1024, allow_private=True),
             JobWatch(store.jobs),
+            clock=store.clock,
         )
         posts = (
             delivery.send(PLACE, OutMessage(f"result {i}"), policy=WritePolicy.MUST_DELIVER)
