@@ -436,7 +436,9 @@ class JobMessages:
 
     async def recover_progress(self, job: Job) -> Job:
         """Link the progress message of a job whose process died between posting it and
-        linking it, when the platform's surface can find it by its key (``posted``)."""
+        linking it, when the platform's surface can find it by its key (``posted``); the job
+        as the link's move left it (read by the move's own statement), or, when the job had
+        moved on from the status ``job`` shows, linked whatever its status and read again."""
         if job.progress_message_id is not None or not self._outbox.can(
             job.platform, FindsKeyedPosts
         ):
@@ -448,6 +450,12 @@ class JobMessages:
             return job
         if ref is None:
             return job
+        link = JobMessage(job.platform, job.channel_id, ref.message_id, job.id, "progress")
+        linked = await self._store.jobs.transition_answering(
+            job.id, job.status, job.status, progress_message_id=ref.message_id, links=(link,)
+        )
+        if linked is not None:
+            return linked
         await self._store.jobs.update_job(job.id, progress_message_id=ref.message_id)
         await self._store.message_links.link_message(
             job.platform, job.channel_id, ref.message_id, job.id, "progress"
@@ -477,14 +485,16 @@ class JobMessages:
         """Move a ``creating`` job that certainly started nothing at the provider to
         ``create_failed`` and say why in its progress message (found by its key when it was
         posted but never linked). ``reason``: a catalog text (said here, in the job's
-        language) or a sentence already said."""
+        language) or a sentence already said. The job as the move left it (read by the move's
+        own statement), or as stored when it did not move (read again)."""
         with speaking(job_language(job)):
             reason = _(reason)
-            moved = await self._store.jobs.transition(
+            moved = await self._store.jobs.transition_answering(
                 job.id, "creating", "create_failed", error=reason, fence=job.lease
             )
-            current = await self.recover_progress(await self._store.jobs.get_job(job.id) or job)
-            if moved:
+            current = moved or await self._store.jobs.get_job(job.id) or job
+            current = await self.recover_progress(current)
+            if moved is not None:
                 metrics.JOBS_FAILED.labels(job.type).inc()
                 await self._show_outcome(current, wording.create_failed_text(current, reason))
                 self.forget(job.id)
@@ -494,14 +504,14 @@ class JobMessages:
     async def mark_unconfirmed(self, job: Job, reason: str) -> Job:
         """Move a ``creating`` job the provider may have received to ``unknown`` and tell the
         user (see :func:`bot.features.jobs.wording.unconfirmed_text`). ``reason`` as for
-        :meth:`mark_not_started`."""
+        :meth:`mark_not_started`; the job as for it."""
         with speaking(job_language(job)):
             reason = _(reason)
-            moved = await self._store.jobs.transition(
+            moved = await self._store.jobs.transition_answering(
                 job.id, "creating", "unknown", error=reason, fence=job.lease
             )
-            current = await self._store.jobs.get_job(job.id) or job
-            if moved:
+            current = moved or await self._store.jobs.get_job(job.id) or job
+            if moved is not None:
                 text = wording.unconfirmed_text(current, reason)
                 buttons = cancel_buttons(current)
                 await self.edit(current, text, policy=WritePolicy.MUST_DELIVER, buttons=buttons)

@@ -12,7 +12,7 @@ import pytest
 
 from bot.features.jobs import DeliveryRetry
 from bot.features.jobs import messages as messages_module
-from bot.features.jobs.messages import JobMessages, JobMessagesStorage
+from bot.features.jobs.messages import JobMessages, JobMessagesStorage, place_of, progress_key
 from bot.features.jobs.tracking import tracker as tracker_module
 from bot.features.jobs.tracking.watch import JobWatch
 from bot.kernel import (
@@ -30,13 +30,15 @@ from bot.kernel import (
 from bot.outbox import Outbox, Pacer, WritePolicy
 from simulator.server import serve
 from simulator.state import SimulatorConfig
-from storage import SqliteStore
-from tests.bot.features.jobs.support import bare_engines
+from storage import Job, NewJob, SqliteStore
+from storage.queries.jobs import SQL_JOB_BY_ID, SQL_LINK_MESSAGE
+from tests.bot.features.jobs.support import Bare, bare_engines
 from tests.bot.harness import PLACE, ROOMY, harness
 from tests.fakes.clock import FakeClock
 from tests.fakes.platform import FakePlatform
 from tests.fakes.surface import RateLimitingSurface
-from tests.storage.counting import counted
+from tests.storage.counting import Trip, counted
+from tests.storage.helpers import create_job
 
 MANUAL = SimulatorConfig(time_scale=1.0, clock_start=1_700_000_000)
 ALICE_IMAGINES = Command(user=User("alice"), place=PLACE, name="imagine")
@@ -396,6 +398,115 @@ async def test_a_new_jobs_progress_link_answers_the_job_it_goes_on_with(tmp_path
     assert fox.status == "submitted" and len(linked) == len(submitted) == 1
     between = trips[linked[0] + 1 : submitted[0]]
     assert [sql for trip in between for sql, _ in trip.statements] == []
+
+
+A_FOX = NewJob(
+    family="task", type="imagine", requester_id="alice", platform="fake", channel_id="c1",
+    workspace_id="w1", prompt="a fox",
+)  # fmt: skip
+
+
+def statements_after(trips: list[Trip], status: str) -> list[str]:
+    """The statements made after the first of ``trips`` that moves a job to ``status``."""
+    first = next(n for n, trip in enumerate(trips) if trip.moves_to(status))
+    return [sql for trip in trips[first + 1 :] for sql, _ in trip.statements]
+
+
+async def creating_with_progress(bare: Bare) -> tuple[Job, MessageRef]:
+    """A ``creating`` job held by ``bare``'s process, its progress message shown and linked."""
+    job = await create_job(bare.store.admission, A_FOX)
+    shown = await bare.platform.send(place_of(job), OutMessage("⏳"))
+    await bare.store.jobs.update_job(job.id, progress_message_id=shown.message_id)
+    return replace(job, progress_message_id=shown.message_id), shown
+
+
+async def test_a_job_settled_as_never_started_is_answered_by_its_moves(tmp_path: Path) -> None:
+    """Settling a ``creating`` job as never started answers the job as its move left it, and
+    linking the progress message found by its key answers it as the link's move left it (the
+    link committed with it): the job is not read again. Each was followed by a read of the
+    whole job (the link by two statements more)."""
+    platform = FakePlatform(profile=ROOMY)
+    async with serve(MANUAL) as sim, bare_engines(sim, tmp_path, platform=platform) as bare:
+        job = await create_job(bare.store.admission, A_FOX)
+        shown = await platform.send(place_of(job), OutMessage("⏳", key=progress_key(job)))
+        counting = counted(bare.store)
+        settled = await bare.engines.delivery.mark_not_started(job, "nothing was sent")
+        trips = list(counting.trips)
+        stored = await bare.store.jobs.get_job(job.id)
+        linked = await bare.store.message_links.job_for_message("fake", "c1", shown.message_id)
+
+    assert SQL_JOB_BY_ID not in statements_after(trips, "create_failed")
+    moves = [trip for trip in trips if trip.moves_to("create_failed")]
+    assert [len(trip.statements) for trip in moves] == [1, 2], "the move, then the link's"
+    assert moves[1].statements[1][0] == SQL_LINK_MESSAGE
+    assert stored is not None and settled == stored and linked == stored
+    assert (settled.status, settled.error) == ("create_failed", "nothing was sent")
+    assert settled.progress_message_id == shown.message_id
+    assert platform.messages[shown.message_id].text.endswith("could not start: nothing was sent")
+
+
+async def test_a_job_settled_as_unconfirmed_is_answered_by_its_move(tmp_path: Path) -> None:
+    """Settling a ``creating`` job as unconfirmed answers the job as its move left it: the job
+    is not read again. It was, whole, after the move."""
+    platform = FakePlatform(profile=ROOMY)
+    async with serve(MANUAL) as sim, bare_engines(sim, tmp_path, platform=platform) as bare:
+        job, shown = await creating_with_progress(bare)
+        counting = counted(bare.store)
+        unknown = await bare.engines.delivery.mark_unconfirmed(job, "its answer was lost")
+        trips = list(counting.trips)
+        stored = await bare.store.jobs.get_job(job.id)
+
+    assert SQL_JOB_BY_ID not in statements_after(trips, "unknown")
+    assert stored is not None and unknown == stored
+    assert (unknown.status, unknown.error) == ("unknown", "its answer was lost")
+    assert "(its answer was lost)" in platform.messages[shown.message_id].text
+
+
+@pytest.mark.parametrize("settle", ["mark_not_started", "mark_unconfirmed"])
+async def test_a_job_that_left_creating_before_it_was_settled_is_read_again(
+    tmp_path: Path, settle: str
+) -> None:
+    """A job another step settled first (here: as never started, elsewhere): the settling
+    move misses, shows nothing, and the job is read again, as that step left it."""
+    platform = FakePlatform(profile=ROOMY)
+    async with serve(MANUAL) as sim, bare_engines(sim, tmp_path, platform=platform) as bare:
+        job, shown = await creating_with_progress(bare)
+        assert await bare.store.jobs.transition(job.id, "creating", "create_failed", error="first")
+        counting = counted(bare.store)
+        answered = await getattr(bare.engines.delivery, settle)(job, "second")
+        trips = list(counting.trips)
+        stored = await bare.store.jobs.get_job(job.id)
+
+    target = "create_failed" if settle == "mark_not_started" else "unknown"
+    assert [(len(trip.statements), trip.rows_read) for trip in trips] == [(1, 0), (1, 1)]
+    assert statements_after(trips, target) == [SQL_JOB_BY_ID]
+    assert stored is not None and answered == stored and answered.error == "first"
+    assert platform.messages[shown.message_id].text == "⏳"
+
+
+async def test_a_progress_message_found_for_a_job_that_moved_on_is_linked_all_the_same(
+    tmp_path: Path,
+) -> None:
+    """The progress message found by its key is linked by a move from the status the job was
+    read in; when the job has moved on since (here: settled as unconfirmed elsewhere), that
+    move misses and the message is linked whatever the job's status, and the job read again."""
+    platform = FakePlatform(profile=ROOMY)
+    async with serve(MANUAL) as sim, bare_engines(sim, tmp_path, platform=platform) as bare:
+        job = await create_job(bare.store.admission, A_FOX)
+        shown = await platform.send(place_of(job), OutMessage("⏳", key=progress_key(job)))
+        assert await bare.store.jobs.transition(job.id, "creating", "unknown", error="elsewhere")
+        counting = counted(bare.store)
+        recovered = await bare.engines.delivery.recover_progress(job)
+        trips = list(counting.trips)
+        stored = await bare.store.jobs.get_job(job.id)
+        linked = await bare.store.message_links.job_for_message("fake", "c1", shown.message_id)
+
+    steps = [(trip.rows_read, trip.rows_written) for trip in trips]
+    assert steps == [(0, 0), (0, 1), (0, 1), (1, 0)], "missed, updated, linked, read"
+    assert trips[0].moves_to("creating") == 1
+    assert trips[-1].statements[0][0] == SQL_JOB_BY_ID
+    assert stored is not None and recovered == stored and linked == stored
+    assert (recovered.status, recovered.progress_message_id) == ("unknown", shown.message_id)
 
 
 class HeldResults(FakePlatform):
