@@ -156,14 +156,14 @@ class RequestPacer:
         *,
         minute: float = MINUTE,
         day: float = DAY,
-        clock: Callable[[], float] = time.monotonic,
+        monotonic: Callable[[], float] = time.monotonic,
         shared: SharedPacing | None = None,
     ) -> None:
         self.per_minute = per_minute
         self.per_day = per_day
         self.shared = shared
         self._windows = (minute, day)
-        self._clock = clock
+        self._monotonic = monotonic
         self._minute: deque[float] = deque()
         self._day: deque[float] = deque()
         self._queue: list[asyncio.Event] = []
@@ -214,7 +214,7 @@ class RequestPacer:
         """Take a slot, waiting in line for it (see the class docstring)."""
         if not self.enabled:
             return
-        now = self._clock()
+        now = self._monotonic()
         self._forget_old(now)
         deadline = now + max_wait
         expected = self._slot_in(len(self._queue), now)
@@ -225,7 +225,7 @@ class RequestPacer:
         told: tuple[int, int] | None = None
         try:
             while True:
-                now = self._clock()
+                now = self._monotonic()
                 self._forget_old(now)
                 ahead = self._queue.index(turn)
                 delay = self._slot_in(ahead, now)

@@ -313,11 +313,11 @@ class LanguageChoices:
         self,
         settings: SettingsReader,
         *,
-        clock: Callable[[], float] = time.monotonic,
+        monotonic: Callable[[], float] = time.monotonic,
         cache_seconds: float = CACHE_SECONDS,
     ) -> None:
         self.settings = settings
-        self.clock = clock
+        self.monotonic = monotonic
         self.cache_seconds = cache_seconds
         self._cache: dict[tuple[str, str, str, str], tuple[float, Stored]] = {}
 
@@ -325,7 +325,7 @@ class LanguageChoices:
         """The choices that apply to ``event``'s user and place."""
         place = event.place
         key = (place.platform, event.user.id, place.channel_id, place.workspace_id)
-        now = self.clock()
+        now = self.monotonic()
         cached = self._cache.get(key)
         if cached is not None and cached[0] > now:
             return cached[1]

@@ -33,10 +33,10 @@ class StorageOutage:
         self,
         *,
         summary_every: float = SUMMARY_SECONDS,
-        clock: Callable[[], float] = time.monotonic,
+        monotonic: Callable[[], float] = time.monotonic,
     ) -> None:
         self.summary_every = summary_every
-        self._clock = clock
+        self._monotonic = monotonic
         self._since: float | None = None
         self._summarized_at = 0.0
         self.failures: Counter[str] = Counter()
@@ -48,7 +48,7 @@ class StorageOutage:
 
     def failed(self, kind: str, error: BaseException) -> None:
         """A call of ``kind`` (e.g. "tracker round") failed with ``error``."""
-        now = self._clock()
+        now = self._monotonic()
         metrics.storage_failed(kind)
         if self._since is None:
             self._since = self._summarized_at = now
@@ -74,7 +74,7 @@ class StorageOutage:
             return
         log.warning(
             "the database is back after %.0f s (%s)",
-            self._clock() - self._since,
+            self._monotonic() - self._since,
             self._counts(),
         )
         self._since = None

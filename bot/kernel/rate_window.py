@@ -21,18 +21,18 @@ class RateWindow:
         window: float,
         *,
         max_keys: int = MAX_KEYS,
-        clock: Callable[[], float] = time.monotonic,
+        monotonic: Callable[[], float] = time.monotonic,
     ) -> None:
         self.limit = limit
         self.window = window
         self._max_keys = max_keys
-        self._clock = clock
+        self._monotonic = monotonic
         self._recent: OrderedDict[str, deque[float]] = OrderedDict()
 
     def allow(self, key: str) -> bool:
         """Count one action of ``key`` and say whether it is within the limit (a refused
         action is not counted)."""
-        now = self._clock()
+        now = self._monotonic()
         recent = self._recent.pop(key, None) or deque()
         while recent and recent[0] <= now - self.window:
             recent.popleft()
@@ -49,4 +49,4 @@ class RateWindow:
         recent = self._recent.get(key)
         if not recent or len(recent) < self.limit:
             return 0.0
-        return max(0.0, recent[0] + self.window - self._clock())
+        return max(0.0, recent[0] + self.window - self._monotonic())

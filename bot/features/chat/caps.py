@@ -53,7 +53,7 @@ class ChatCaps:
         max_concurrent: int = 0,
         per_minute: int = 0,
         *,
-        clock: Callable[[], float] = time.monotonic,
+        monotonic: Callable[[], float] = time.monotonic,
         tiers: Tiers | None = None,
         spent: Callable[[str, str, Refill], Awaitable[Spent]] | None = None,
     ) -> None:
@@ -64,7 +64,9 @@ class ChatCaps:
         self.tiers = tiers
         self._spent = spent
         self._answering: Counter[str] = Counter()
-        self._started = RateWindow(per_minute, MINUTE, max_keys=USERS_REMEMBERED, clock=clock)
+        self._started = RateWindow(
+            per_minute, MINUTE, max_keys=USERS_REMEMBERED, monotonic=monotonic
+        )
 
     @contextlib.contextmanager
     def answering(self, platform: str, user: User) -> Iterator[None]:

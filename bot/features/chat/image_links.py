@@ -45,11 +45,11 @@ class ImageLinks:
         host: HostImage | None,
         *,
         reuse_seconds: float = 1800.0,
-        clock: Callable[[], float] = time.monotonic,
+        monotonic: Callable[[], float] = time.monotonic,
     ) -> None:
         self._host = host
         self._reuse_seconds = reuse_seconds
-        self._clock = clock
+        self._monotonic = monotonic
         self._links: OrderedDict[str, tuple[str, float]] = OrderedDict()
 
     async def linked(self, messages: Sequence[Mapping[str, Any]]) -> list[dict[str, Any]]:
@@ -74,7 +74,7 @@ class ImageLinks:
         if self._host is None:
             raise UserError(_(NO_HOST))
         key = hashlib.sha256(url.encode()).hexdigest()
-        now = self._clock()
+        now = self._monotonic()
         known = self._links.get(key)
         if known is not None and now - known[1] < self._reuse_seconds:
             return known[0]

@@ -99,15 +99,15 @@ class Clock:
 
 
 async def test_choices_are_read_from_the_settings_and_cached(store: SqliteStore) -> None:
-    clock = Clock()
-    choices = LanguageChoices(store.settings, clock=clock, cache_seconds=60)
+    monotonic = Clock()
+    choices = LanguageChoices(store.settings, monotonic=monotonic, cache_seconds=60)
     event = command()
     assert await choices.stored(event) == Stored()
     await store.settings.set_scope_settings("user", "discord", "alice", language="de")
     await store.settings.set_scope_settings("channel", "discord", "c1", language="ja")
     await store.settings.set_scope_settings("workspace", "discord", "g1", language="zh-Hans")
     assert await choices.stored(event) == Stored(), "cached"
-    clock.now += 60
+    monotonic.now += 60
     assert await choices.stored(event) == Stored("de", "ja", "zh-Hans")
     await store.settings.set_scope_settings("user", "discord", "alice", language=None)
     choices.forget()

@@ -14,7 +14,7 @@ def test_an_outage_is_a_first_line_a_line_per_new_kind_summaries_and_a_back_line
     caplog: pytest.LogCaptureFixture,
 ) -> None:
     now = [100.0]
-    outage = StorageOutage(summary_every=60.0, clock=lambda: now[0])
+    outage = StorageOutage(summary_every=60.0, monotonic=lambda: now[0])
     caplog.set_level(logging.WARNING, logger="genbot.storage")
     down = StorageError("no database connection within the timeout")
 

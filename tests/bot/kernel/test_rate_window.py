@@ -9,7 +9,7 @@ from bot.kernel import RateWindow
 
 def test_at_most_the_limit_in_any_window_and_a_refusal_is_not_counted() -> None:
     now = [100.0]
-    rate = RateWindow(2, 10.0, clock=lambda: now[0])
+    rate = RateWindow(2, 10.0, monotonic=lambda: now[0])
     assert [rate.allow("a"), rate.allow("a"), rate.allow("a")] == [True, True, False]
     assert rate.allow("b")
     now[0] = 104.0
@@ -23,7 +23,7 @@ def test_at_most_the_limit_in_any_window_and_a_refusal_is_not_counted() -> None:
 
 
 def test_only_the_newest_keys_are_remembered() -> None:
-    rate = RateWindow(1, 60.0, max_keys=2, clock=lambda: 0.0)
+    rate = RateWindow(1, 60.0, max_keys=2, monotonic=lambda: 0.0)
     assert rate.allow("a") and rate.allow("b")
     assert not rate.allow("a"), "a is remembered (and now the newest)"
     assert rate.allow("c")

@@ -33,7 +33,7 @@ def test_answers_at_once_are_capped_per_user_and_freed_when_done() -> None:
 
 def test_answers_a_minute_are_capped_and_the_refusal_says_when_to_try_again() -> None:
     now = [1000.0]
-    caps = ChatCaps(per_minute=3, clock=lambda: now[0])
+    caps = ChatCaps(per_minute=3, monotonic=lambda: now[0])
     for second in range(3):
         now[0] = 1000.0 + second
         with caps.answering("web", ALICE):
