@@ -108,12 +108,12 @@ class AgentSurfaces:
         greeting: str,
         *,
         channels: ChannelsInView | None = None,
-        clock: Callable[[], float] = time.monotonic,
+        monotonic: Callable[[], float] = time.monotonic,
     ) -> None:
         self.prompts = list(prompts)[:SUGGESTED_PROMPTS_MAX]
         self.greeting = greeting
         self._channels = channels
-        self._clock = clock
+        self._monotonic = monotonic
         self._viewing: OrderedDict[tuple[str, str], Viewed] = OrderedDict()
         self._greeted: OrderedDict[tuple[str, str], None] = OrderedDict()
 
@@ -129,7 +129,7 @@ class AgentSurfaces:
             return
         key = (team_id, user_id)
         self._viewing.pop(key, None)
-        self._viewing[key] = Viewed(channel, self._clock())
+        self._viewing[key] = Viewed(channel, self._monotonic())
         while len(self._viewing) > VIEWERS_MAX:
             self._viewing.popitem(last=False)
 
@@ -138,7 +138,7 @@ class AgentSurfaces:
         if self._channels is not None:
             return await self._channels.find_channel_in_view(team_id, user_id, CONTEXT_SECONDS)
         viewed = self._viewing.get((team_id, user_id))
-        if viewed is None or self._clock() - viewed.at > CONTEXT_SECONDS:
+        if viewed is None or self._monotonic() - viewed.at > CONTEXT_SECONDS:
             return None
         return viewed.channel_id
 

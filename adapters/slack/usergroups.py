@@ -44,11 +44,11 @@ class UserGroups:
         *,
         ttl: float = TTL_SECONDS,
         wait: float = WAIT_SECONDS,
-        clock: Callable[[], float] = time.monotonic,
+        monotonic: Callable[[], float] = time.monotonic,
     ) -> None:
         self.ttl = ttl
         self.wait = wait
-        self._clock = clock
+        self._monotonic = monotonic
         self._reads: dict[str, _Read] = {}
 
     async def of(self, client: AsyncWebClient, team_id: str, user_id: str) -> frozenset[str]:
@@ -59,7 +59,7 @@ class UserGroups:
             read = self._reads[team_id] = _Read()
             while len(self._reads) > WORKSPACES_KEPT:
                 self._reads.pop(next(iter(self._reads)))
-        stale = read.read_at is None or self._clock() - read.read_at >= self.ttl
+        stale = read.read_at is None or self._monotonic() - read.read_at >= self.ttl
         if stale and read.reading is None:
             read.reading = asyncio.create_task(self._read(client, team_id, read))
         if read.reading is not None:
@@ -94,5 +94,5 @@ class UserGroups:
         except Exception:
             log.exception("usergroups.list failed in %s", team_id)
         finally:
-            read.read_at = self._clock()
+            read.read_at = self._monotonic()
             read.reading = None

@@ -30,7 +30,7 @@ class _Kept:
 
 
 class UploadCache:
-    """See the module docstring; ``clock`` is monotonic seconds."""
+    """See the module docstring."""
 
     def __init__(
         self,
@@ -38,12 +38,12 @@ class UploadCache:
         *,
         ttl: float = DEFAULT_TTL,
         max_per_user: int = 20,
-        clock: Callable[[], float] = time.monotonic,
+        monotonic: Callable[[], float] = time.monotonic,
     ) -> None:
         self.max_bytes = max_bytes
         self.ttl = ttl
         self.max_per_user = max_per_user
-        self._clock = clock
+        self._monotonic = monotonic
         self._kept: OrderedDict[str, _Kept] = OrderedDict()
         self._kept_bytes = 0
         self._arriving = 0
@@ -80,7 +80,7 @@ class UploadCache:
         owner's oldest uploads go beyond ``max_per_user``."""
         upload_id = secrets.token_urlsafe(12)
         stored = StoredFile(safe_filename(filename), data, content_type, owner)
-        self._kept[upload_id] = _Kept(stored, self._clock() + self.ttl)
+        self._kept[upload_id] = _Kept(stored, self._monotonic() + self.ttl)
         self._kept_bytes += stored.size
         mine = [key for key, kept in self._kept.items() if kept.file.owner == owner]
         for key in mine[: max(0, len(mine) - self.max_per_user)]:
@@ -111,7 +111,7 @@ class UploadCache:
         return kept.file
 
     def _expire(self) -> None:
-        now = self._clock()
+        now = self._monotonic()
         while self._kept:
             upload_id, oldest = next(iter(self._kept.items()))
             if oldest.expires_at > now:

@@ -23,8 +23,8 @@ async def test_groups_are_read_once_kept_for_the_ttl_and_waited_for_a_bounded_ti
 ) -> None:
     fake.usergroups = {"S1": ("patrons", ["U1", "U2"]), "S2": ("staff", ["U2"])}
     client = AsyncWebClient(token=fake.bot_token, base_url=fake.api_url)
-    clock = Clock()
-    groups = UserGroups(ttl=60, wait=0.05, clock=clock)
+    monotonic = Clock()
+    groups = UserGroups(ttl=60, wait=0.05, monotonic=monotonic)
 
     fake.answer_delays["usergroups.list"] = 0.5
     assert await groups.of(client, "T0FAKE", "U1") == frozenset(), "not waited for beyond 0.05 s"
@@ -36,16 +36,16 @@ async def test_groups_are_read_once_kept_for_the_ttl_and_waited_for_a_bounded_ti
 
     del fake.answer_delays["usergroups.list"]
     fake.usergroups["S1"] = ("patrons", ["U2"])
-    clock.now += 59
+    monotonic.now += 59
     assert await groups.of(client, "T0FAKE", "U1") == {"S1"}, "kept for the ttl"
-    clock.now += 1
+    monotonic.now += 1
     assert await groups.of(client, "T0FAKE", "U1") == frozenset(), "read again after it"
     assert len(fake.calls_to("usergroups.list")) == 2
 
     fake.fail_next("usergroups.list", "missing_scope")
-    clock.now += 60
+    monotonic.now += 60
     assert await groups.of(client, "T0FAKE", "U2") == {"S1", "S2"}, "a failed read keeps them"
-    clock.now += 30
+    monotonic.now += 30
     assert await groups.of(client, "T0FAKE", "U2") == {"S1", "S2"}
     assert len(fake.calls_to("usergroups.list")) == 3, "not read again before the ttl"
     await groups.close()

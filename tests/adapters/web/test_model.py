@@ -128,7 +128,7 @@ def test_each_user_keeps_a_bounded_number_of_pending_uploads() -> None:
 
 def test_uploads_over_everyone_stay_within_the_cache_and_expire() -> None:
     now = [0.0]
-    uploads = UploadCache(100, ttl=60, clock=lambda: now[0])
+    uploads = UploadCache(100, ttl=60, monotonic=lambda: now[0])
     with uploads.reserve(60):
         first, _ = uploads.add("u1", "a.png", b"a" * 60, "image/png")
     with pytest.raises(UploadCacheFull, match="as many uploads as it may"), uploads.reserve(41):
