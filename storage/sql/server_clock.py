@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import logging
+import sys
 import time
 from typing import Final
 
@@ -18,12 +19,25 @@ TOLD_STEP: Final = 1.0
 drifted, or the server's)."""
 
 
+def since_boot() -> float:
+    """Seconds since this host booted, its suspends included (Linux's ``CLOCK_BOOTTIME``)."""
+    return time.clock_gettime(time.CLOCK_BOOTTIME)
+
+
+ELAPSED: Final[Clock] = since_boot if sys.platform == "linux" else time.monotonic
+"""What carries a :class:`ServerClock` between readings unless another is given: a clock no
+step of the wall clock moves that, on Linux, counts the time the host spent suspended
+(:func:`since_boot`; ``time.monotonic`` stands still then, so a resumed process would stamp
+times behind by the pause until its next heartbeat); elsewhere ``time.monotonic``."""
+
+
 class ServerClock:
     """The wall clock every process on a shared database stamps and compares stored times with:
-    the database server's, carried between readings by this process's monotonic clock
-    (``monotonic() + offset``). Processes on hosts whose wall clocks disagree then agree on
-    every lease, sweep, grace and write window; a step of this host's wall clock changes none
-    of them.
+    the database server's, carried between readings by a monotonic clock of this host's
+    (``monotonic() + offset``; :data:`ELAPSED` unless another is given, which on Linux counts
+    the time the host spent suspended). Processes on hosts whose wall clocks disagree then
+    agree on every lease, sweep, grace and write window; a step of this host's wall clock
+    changes none of them.
 
     The offset is measured when the store opens (:meth:`measure`: the tightest of a few round
     trips) and checked at each lease heartbeat, whose first statement reads the server's clock
@@ -39,8 +53,10 @@ class ServerClock:
     first measurement; tests inject it (a host a minute ahead) and ``monotonic`` (to step or
     drift it)."""
 
-    def __init__(self, host: Clock = time.time, monotonic: Clock = time.monotonic) -> None:
-        self._monotonic = monotonic
+    def __init__(self, host: Clock = time.time, monotonic: Clock = ELAPSED) -> None:
+        self.monotonic = monotonic
+        """What carries the server's time between readings: seconds from a fixed point, never
+        stepping back."""
         self.offset = host() - monotonic()
         """Seconds from the monotonic clock to the server's wall clock."""
         self.error: float | None = None
@@ -49,7 +65,7 @@ class ServerClock:
         measured yet: the offset is this host's wall clock's)."""
 
     def __call__(self) -> float:
-        return self._monotonic() + self.offset
+        return self.monotonic() + self.offset
 
     def observe(self, sent: float, server: float, answered: float) -> None:
         """A round trip, sent at ``sent`` and answered at ``answered`` (readings of this

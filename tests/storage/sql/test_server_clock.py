@@ -1,15 +1,19 @@
 """The database server's clock read in a process: measured when a PostgreSQL store opens (a
 host whose wall clock is an hour off still stamps the server's time), moved only by a round
-trip whose bounds it falls outside, to the nearer one; SQLite keeps this host's clock."""
+trip whose bounds it falls outside, to the nearer one, and carried between readings by a clock
+that counts a suspend (Linux); SQLite keeps this host's clock."""
 
 from __future__ import annotations
 
+import sys
 import time
 from pathlib import Path
 
+import pytest
+
 from storage import SqliteStore
 from storage.postgres import PostgresStore
-from storage.sql.server_clock import ServerClock
+from storage.sql.server_clock import ServerClock, since_boot
 from storage.sql.session import Database
 from tests.postgres import PostgresCluster
 from tests.storage.conftest import new_job
@@ -66,6 +70,24 @@ def test_a_round_trip_answered_before_it_was_sent_changes_nothing() -> None:
     clock = stopped_clock(offset=500.0)
     clock.observe(1500.0, 9000.0, 1499.0)
     assert clock() == 1500.0
+
+
+@pytest.mark.skipif(sys.platform != "linux", reason="CLOCK_BOOTTIME is Linux's")
+def test_on_linux_it_is_carried_by_a_clock_that_counts_a_suspend() -> None:
+    """``time.monotonic`` (CLOCK_MONOTONIC) stands still while a Linux host is suspended: a
+    resumed process stamped times behind by the pause (a new job's lease already past) until
+    its next heartbeat."""
+    assert ServerClock().monotonic is since_boot
+    before = time.clock_gettime(time.CLOCK_BOOTTIME)
+    assert before <= since_boot() <= time.clock_gettime(time.CLOCK_BOOTTIME)
+
+
+def test_a_pause_its_monotonic_clock_counts_moves_it_on_by_the_pause_at_once() -> None:
+    elapsed = [100.0]
+    clock = ServerClock(host=lambda: 1000.0, monotonic=lambda: elapsed[0])
+    clock.observe(1000.0, 1500.0, 1000.0)
+    elapsed[0] += HOUR
+    assert (clock(), clock.error) == (1500.0 + HOUR, 0.0)
 
 
 async def server_now(db: Database) -> float:
