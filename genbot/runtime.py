@@ -48,6 +48,7 @@ from storage import (
     Store,
 )
 from storage.postgres import PostgresStore
+from storage.sql.server_clock import ServerClock
 
 if TYPE_CHECKING:
     from adapters.web.adapter import WebAdapter
@@ -185,6 +186,13 @@ class Runtime:
     async def refresh_job_counts(self) -> None:
         """Bring ``genbot_jobs`` up to date (before a scrape)."""
         metrics.set_job_counts(await self.store.tracking.count_unfinished_jobs())
+
+    async def refresh_clock_offset(self) -> None:
+        """Bring ``genbot_clock_offset_seconds`` up to date (before a scrape): how far the
+        database server's clock, which the store stamps with, is ahead of this host's (on
+        PostgreSQL; SQLite's store keeps this host's clock and leaves it at 0)."""
+        if isinstance(self.store.clock, ServerClock):
+            metrics.set_clock_offset(self.store.clock.ahead_of_host())
 
     async def refresh_key_usage(self) -> None:
         """Bring ``genbot_provider_key_usage`` up to date (before a scrape)."""
@@ -373,7 +381,11 @@ async def running(
             ops = OpsListener(
                 settings.ops,
                 runtime.readiness_checks,
-                [runtime.refresh_job_counts, runtime.refresh_key_usage],
+                [
+                    runtime.refresh_job_counts,
+                    runtime.refresh_key_usage,
+                    runtime.refresh_clock_offset,
+                ],
             )
             runtime.ops = ops
             await ops.start()

@@ -132,6 +132,11 @@ STORAGE_FAILURES = Counter(
     "result delivery, ...): an outage shows here first.",
     ["kind"],
 )
+CLOCK_OFFSET = Gauge(
+    "genbot_clock_offset_seconds",
+    "The database server's clock, which stored times are stamped with, minus this host's wall"
+    " clock, as this process measured it (refreshed at each scrape; 0 on SQLite).",
+)
 EVENT_LOOP_LAG = Histogram(
     "genbot_event_loop_lag_seconds",
     "How late the event loop ran a timer: a busy or blocked loop shows here first.",
@@ -159,6 +164,10 @@ def jobs_taken_over(count: int) -> None:
 
 def storage_failed(kind: str) -> None:
     STORAGE_FAILURES.labels(label(kind.replace(" ", "_"))).inc()
+
+
+def set_clock_offset(seconds: float) -> None:
+    CLOCK_OFFSET.set(seconds)
 
 
 def webhook_answered(status: int) -> None:

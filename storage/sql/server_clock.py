@@ -49,14 +49,16 @@ class ServerClock:
     measurement's round trip, or the whole round trip it was last moved by, and between
     corrections the clock runs at the monotonic clock's rate, never stepping back.
 
-    ``host`` (this host's wall clock) only starts the offset, for what is read before the
-    first measurement; tests inject it (a host a minute ahead) and ``monotonic`` (to step or
-    drift it)."""
+    ``host`` (this host's wall clock) starts the offset, for what is read before the first
+    measurement, and is what :meth:`ahead_of_host` compares with; tests inject it (a host a
+    minute ahead) and ``monotonic`` (to step or drift it, or count a suspend)."""
 
     def __init__(self, host: Clock = time.time, monotonic: Clock = ELAPSED) -> None:
         self.monotonic = monotonic
         """What carries the server's time between readings: seconds from a fixed point, never
         stepping back."""
+        self.host = host
+        """This host's wall clock (:meth:`ahead_of_host` compares with it)."""
         self.offset = host() - monotonic()
         """Seconds from the monotonic clock to the server's wall clock."""
         self.error: float | None = None
@@ -66,6 +68,12 @@ class ServerClock:
 
     def __call__(self) -> float:
         return self.monotonic() + self.offset
+
+    def ahead_of_host(self) -> float:
+        """Seconds the server's clock is ahead of this host's wall clock now (negative:
+        behind), as this process last measured the server's: moved by each correction and by
+        each step of this host's clock (next to nothing before the first measurement)."""
+        return self() - self.host()
 
     def observe(self, sent: float, server: float, answered: float) -> None:
         """A round trip, sent at ``sent`` and answered at ``answered`` (readings of this

@@ -1,5 +1,6 @@
 """``[storage] url`` selects PostgreSQL: several genbot processes share it (no SQLite lock),
-and a server that cannot be reached is one startup line without the password."""
+``/metrics`` shows how far the database server's clock is from this host's, and a server that
+cannot be reached is one startup line without the password."""
 
 from __future__ import annotations
 
@@ -9,11 +10,12 @@ import pytest
 from pydantic import SecretStr
 
 from bot.api import ProviderRateLimited
-from bot.kernel import StorageSettings
+from bot.kernel import OpsSettings, StorageSettings, metrics
 from genbot.reasons import StartupError
 from genbot.runtime import running
 from genbot.settings import Settings
 from storage.postgres import PostgresStore
+from tests.genbot.test_ops import scrape, value
 from tests.postgres import PostgresCluster
 
 
@@ -43,6 +45,20 @@ async def test_processes_on_one_database_share_the_chat_pacing(
         await first.provider.chat.pacer.acquire(max_wait=1.0)
         with pytest.raises(ProviderRateLimited):
             await second.provider.chat.pacer.acquire(max_wait=1.0)
+
+
+async def test_metrics_show_the_database_servers_clock_minus_this_hosts(
+    postgres: PostgresCluster, tmp_path: Path
+) -> None:
+    """What the process measured when it opened the store (the server runs on this host: next
+    to nothing), not what was set before (an hour)."""
+    settings = on_postgres(postgres.create_database(), tmp_path)
+    settings = settings.model_copy(update={"ops": OpsSettings(enabled=True, port=0)})
+    metrics.set_clock_offset(3600.0)
+    async with running(settings) as runtime:
+        samples = await scrape(runtime)
+    assert ("genbot_clock_offset_seconds", frozenset()) in samples
+    assert abs(value(samples, "genbot_clock_offset_seconds")) < 60
 
 
 async def test_an_unreachable_postgres_is_one_line_without_the_password(

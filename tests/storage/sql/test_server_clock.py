@@ -66,6 +66,18 @@ def test_a_slow_round_trip_moves_a_clock_barely_off_only_as_far_as_it_proves() -
     assert round(clock() - 1500.0, 6) == 0.01
 
 
+def test_how_far_it_is_ahead_of_this_hosts_wall_clock_follows_corrections_and_host_steps() -> None:
+    host = [1000.0]
+    clock = ServerClock(host=lambda: host[0], monotonic=lambda: 100.0)
+    assert clock.ahead_of_host() == 0.0
+    clock.observe(1000.0, 1500.0, 1000.0)
+    assert clock.ahead_of_host() == 500.0
+    clock.observe(1500.0, 1440.0, 1500.0)
+    assert clock.ahead_of_host() == 440.0
+    host[0] = 2000.0
+    assert clock.ahead_of_host() == -560.0
+
+
 def test_a_round_trip_answered_before_it_was_sent_changes_nothing() -> None:
     clock = stopped_clock(offset=500.0)
     clock.observe(1500.0, 9000.0, 1499.0)
