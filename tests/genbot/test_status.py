@@ -9,6 +9,7 @@ import time
 from collections.abc import Callable
 from pathlib import Path
 
+import pytest
 from pydantic import SecretStr
 
 from bot.kernel import StorageSettings
@@ -56,29 +57,44 @@ def test_status_lists_processes_and_jobs_by_state_and_owner(
     assert any(line.split() == ["processing", live, "2"] for line in lines[5:])
 
 
+HOUR = 3600.0
+HOST_TIME = time.time
+"""This host's wall clock, as it was before a test set ``time.time`` off by an hour."""
+
+
 def host_clock(off_by: float) -> Callable[[], float]:
     """The wall clock of a host ``off_by`` seconds off the database server's."""
-    return lambda: time.time() + off_by
+    return lambda: HOST_TIME() + off_by
 
 
-async def test_processes_are_judged_on_the_database_servers_clock_not_this_hosts(
-    postgres: PostgresCluster,
+def seen_ago(line: str, before: str) -> float:
+    """The seconds printed after ``before`` in ``line`` (``…; seen 3 s ago)``)."""
+    return float(line.removesuffix(" s ago)").rsplit(before, 1)[1])
+
+
+async def test_processes_are_judged_and_dated_on_the_database_servers_clock_not_this_hosts(
+    postgres: PostgresCluster, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     """The processes stamp their leases on the database server's clock: judged on this host's,
     a host an hour ahead showed every live process gone and one an hour behind showed a
-    process dead for a minute live."""
+    process dead for a minute live; dated on it, "seen 3600 s ago" for one seen a moment ago,
+    or "last seen 0 s ago" for one gone a minute. This host's clock is both the one
+    ``inspect`` is given and what ``time.time`` reads."""
     url = postgres.create_database()
     live, dead = await two_processes(url)
-    settings = Settings(storage=StorageSettings(url=SecretStr(url)))
-    for off_by in (3600.0, -3600.0):
+    settings = Settings(storage=StorageSettings(url=SecretStr(url), lease_seconds=30.0))
+    lease = settings.storage.lease_seconds
+    for off_by in (HOUR, -HOUR):
+        monkeypatch.setattr(time, "time", host_clock(off_by))
         found = await inspect(settings, clock=host_clock(off_by))
         assert [(p.id, p.live) for p in found.processes] == [(live, True), (dead, False)]
         lines = format_status(found).splitlines()
         assert lines[1] == "processes: 1 live, 2 known"
-        live_seen = lines[2].removesuffix(" s ago)").rsplit("; seen ", 1)
-        assert float(live_seen[1]) <= settings.storage.lease_seconds, lines[2]
-        dead_seen = lines[3].removesuffix(" s ago)").rsplit("; gone, last seen ", 1)
-        assert 60 <= float(dead_seen[1]) < 3600, lines[3]
+        assert seen_ago(lines[2], "; seen ") <= lease, lines[2]
+        assert 60 <= seen_ago(lines[3], "; gone, last seen ") < HOUR, lines[3]
+        doctor = {f.name: f for f in await diagnose(settings)}["processes"].detail
+        assert doctor.startswith(f"1 live: {live} (pid 11"), doctor
+        assert seen_ago(doctor, "; seen ") <= lease, doctor
 
 
 def test_status_of_a_new_sqlite_database(tmp_path: Path) -> None:
