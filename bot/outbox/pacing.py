@@ -80,13 +80,14 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import functools
 import itertools
 import logging
 import math
 import time
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
-from typing import TypeVar
+from typing import Protocol, TypeVar
 
 from bot.kernel import Place, PlatformProfile, RateLimited, WriteKind, metrics
 from bot.outbox.windows import (
@@ -175,12 +176,46 @@ def _final(ticket: Ticket) -> bool:
     return ticket.demand is not None and ticket.demand.current.final
 
 
+class Timer(Protocol):
+    """A call :meth:`Clock.later` will make, unless cancelled first."""
+
+    def cancel(self) -> object:
+        """Do not make the call (a no-op once it was made)."""
+
+
 @dataclass(frozen=True)
 class Clock:
-    """Time as the renderer sees it: a monotonic reading and a sleep. Tests inject fakes."""
+    """Time as the renderer sees it: a monotonic reading, a sleep and a timer. Tests inject
+    fakes."""
 
     monotonic: Callable[[], float] = time.monotonic
     sleep: Callable[[float], Awaitable[None]] = asyncio.sleep
+    call_later: Callable[[float, Callable[[], None]], Timer] | None = None
+    """Call a function that many seconds from now on this clock, without a task of its own;
+    ``None``: :meth:`later` derives it from ``sleep``."""
+
+    def later(self, seconds: float, callback: Callable[[], None]) -> Timer:
+        """Call ``callback`` ``seconds`` from now on this clock, unless the timer returned is
+        cancelled first: with ``call_later``; without it, on the event loop's own timer when
+        ``sleep`` is asyncio's (as that sleep does), else from a task that sleeps."""
+        if self.call_later is not None:
+            return self.call_later(seconds, callback)
+        if self.sleep is asyncio.sleep:
+            return asyncio.get_running_loop().call_later(seconds, callback)
+        return asyncio.ensure_future(_after(self.sleep, seconds, callback))
+
+
+async def _after(
+    sleep: Callable[[float], Awaitable[None]], seconds: float, callback: Callable[[], None]
+) -> None:
+    await sleep(seconds)
+    callback()
+
+
+def _resolve(woken: asyncio.Future[None]) -> None:
+    """Wake the write waiting on ``woken``, unless it was woken or cancelled already."""
+    if not woken.done():
+        woken.set_result(None)
 
 
 class PacingTimeout(Exception):
@@ -259,9 +294,11 @@ class Pacer:
         itself (a write counts from its grant, on this process's clock only)."""
         return self.margin if profile.enforces_windows else 0.0
 
-    def _wake(self, channel: ChannelState) -> None:
-        channel.changed.set()
-        channel.changed = asyncio.Event()
+    @staticmethod
+    def _wake(channel: ChannelState) -> None:
+        waiters, channel.waiters = channel.waiters, {}
+        for woken in waiters:
+            _resolve(woken)
 
     def _changed_in(self, key: ChannelKey) -> None:
         """Wake the writers waiting in ``key``'s channel and, when its workspace has a window
@@ -390,18 +427,17 @@ class Pacer:
     async def _wait_for_change(self, channel: ChannelState, until: float) -> None:
         """Until the channel's state changes (another writer was served), ``until`` (clock
         time), or a little while: waiters' ranks move with time and text, so two of them can
-        each see the other first."""
-        changed = asyncio.ensure_future(channel.changed.wait())
+        each see the other first. One future, resolved by the change or by the clock's timer:
+        no task, and a cancelled wait leaves neither behind."""
+        woken: asyncio.Future[None] = asyncio.get_running_loop().create_future()
+        channel.waiters[woken] = None
         timeout = min(_RECHECK_SECONDS, max(until - self.clock.monotonic(), _MIN_SLEEP))
-        sleeping = asyncio.ensure_future(self.clock.sleep(timeout))
+        timer = self.clock.later(timeout, functools.partial(_resolve, woken))
         try:
-            await asyncio.wait((changed, sleeping), return_when=asyncio.FIRST_COMPLETED)
+            await woken
         finally:
-            for task in (changed, sleeping):
-                if not task.done():
-                    task.cancel()
-                    with contextlib.suppress(asyncio.CancelledError):
-                        await task
+            timer.cancel()
+            channel.waiters.pop(woken, None)
 
     async def acquire(
         self,

@@ -93,7 +93,9 @@ class ChannelState:
     window: Window
     blocked_until: float = -math.inf
     waiting: list[Ticket] = field(default_factory=list)
-    changed: asyncio.Event = field(default_factory=asyncio.Event)
+    waiters: dict[asyncio.Future[None], None] = field(default_factory=dict)
+    """The writes waiting for a change in the channel, in the order they began to wait: each is
+    woken by resolving its future."""
     streams: int = 0
     """How many of the waiting writes describe a stream's demand (their ranks move)."""
     order: list[Ticket] | None = None

@@ -1,10 +1,11 @@
 """A virtual clock for timing-sensitive core code (the stream renderer, the write windows).
 
 ``FakeClock.clock`` is a :class:`bot.outbox.pacing.Clock` whose ``sleep`` parks the caller until the
-driver moves virtual time. ``await fake.run(coro)`` drives: it lets every runnable task settle,
-then jumps time to the earliest sleeper and wakes it, until ``coro`` is done. Nothing waits on
-wall-clock time, so results are deterministic and fast. A call to a real peer (a database) made
-inside :meth:`FakeClock.held` takes no virtual time: the driver waits for it before moving on.
+driver moves virtual time (and whose ``call_later`` calls back then). ``await fake.run(coro)``
+drives: it lets every runnable task settle, then jumps time to the earliest sleeper and wakes it,
+until ``coro`` is done. Nothing waits on wall-clock time, so results are deterministic and fast.
+A call to a real peer (a database) made inside :meth:`FakeClock.held` takes no virtual time: the
+driver waits for it before moving on.
 """
 
 from __future__ import annotations
@@ -13,7 +14,7 @@ import asyncio
 import contextlib
 import heapq
 import itertools
-from collections.abc import Awaitable, Iterator
+from collections.abc import Awaitable, Callable, Iterator
 from typing import TypeVar
 
 from bot.outbox.pacing import Clock
@@ -37,7 +38,7 @@ class FakeClock:
 
     @property
     def clock(self) -> Clock:
-        return Clock(monotonic=self.monotonic, sleep=self.sleep)
+        return Clock(monotonic=self.monotonic, sleep=self.sleep, call_later=self.call_later)
 
     def monotonic(self) -> float:
         return self.now
@@ -49,6 +50,19 @@ class FakeClock:
         future: asyncio.Future[None] = asyncio.get_running_loop().create_future()
         heapq.heappush(self._sleepers, (self.now + seconds, next(self._order), future))
         await future
+
+    def call_later(self, seconds: float, callback: Callable[[], None]) -> asyncio.Future[None]:
+        """Call ``callback`` once virtual time is ``seconds`` on, unless the future returned is
+        cancelled first."""
+        future: asyncio.Future[None] = asyncio.get_running_loop().create_future()
+        future.add_done_callback(lambda done: None if done.cancelled() else callback())
+        heapq.heappush(self._sleepers, (self.now + max(seconds, 0.0), next(self._order), future))
+        return future
+
+    def pending(self) -> int:
+        """How many sleeps and timers wait for virtual time to move (neither ended nor
+        cancelled)."""
+        return sum(not future.done() for _, _, future in self._sleepers)
 
     @contextlib.contextmanager
     def held(self) -> Iterator[None]:

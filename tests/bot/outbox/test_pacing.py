@@ -9,6 +9,7 @@ import itertools
 from collections.abc import AsyncIterator, Callable, Sequence
 from contextlib import AsyncExitStack, asynccontextmanager
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -32,7 +33,7 @@ from bot.outbox.pacing import (
     Pacer,
     PacingTimeout,
 )
-from bot.outbox.windows import Demand, StreamDemand, Ticket
+from bot.outbox.windows import ChannelState, Demand, Grant, StreamDemand, Ticket
 from storage import SqliteStore, WriteBooking, WriteWindow, WriteWindows
 from storage.postgres import PostgresStore
 from storage.queries import write_windows
@@ -810,6 +811,87 @@ async def test_a_write_booked_past_its_deadline_gives_up_at_once(tmp_path: Path)
         gave_up = await fake.run(write())
 
     assert gave_up < 1.0
+
+
+ROOMY = PlatformProfile(edits_per_window_per_channel=1000, edit_window_seconds=1.0)
+QUEUED = 20
+
+
+@pytest.mark.parametrize("virtual", [True, False], ids=["virtual clock", "event loop's clock"])
+async def test_writes_waiting_for_a_change_in_their_channel_start_no_task(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, virtual: bool
+) -> None:
+    """Twenty paced writes queued in one channel, each behind one asking for its turn in the
+    shared windows: every grant wakes the writes still waiting (190 waits for a change in all),
+    and a wait is one future, woken by the change or by the clock's timer. Each wait used to
+    start two tasks (the change's ``Event.wait`` and the clock's sleep): 380."""
+    fake = FakeClock()
+    clock = fake.clock if virtual else Clock()
+    waits = 0
+    wait = Pacer._wait_for_change
+
+    async def counted(pacer: Pacer, channel: ChannelState, until: float) -> None:
+        nonlocal waits
+        waits += 1
+        await wait(pacer, channel, until)
+
+    monkeypatch.setattr(Pacer, "_wait_for_change", counted)
+    started: list[str] = []
+
+    def noted(loop: asyncio.AbstractEventLoop, coro: Any) -> asyncio.Future[Any]:
+        started.append(getattr(coro, "__qualname__", repr(coro)))
+        return asyncio.Task(coro, loop=loop)
+
+    async with await SqliteStore.open(tmp_path / "genbot.db") as store:
+        pacer = Pacer(
+            clock, shared=AskedAt(store.write_windows, fake, taking=0.01 if virtual else 0.0)
+        )
+
+        async def queued() -> list[Grant]:
+            loop = asyncio.get_running_loop()
+            writes = [pacer.acquire(PLACE, ROOMY, urgent=False) for _ in range(QUEUED)]
+            tasks = [asyncio.ensure_future(write) for write in writes]
+            loop.set_task_factory(noted)
+            try:
+                async with asyncio.timeout(30.0):
+                    return await asyncio.gather(*tasks)
+            finally:
+                loop.set_task_factory(None)
+
+        grants = await (fake.run(queued()) if virtual else queued())
+
+    assert len(grants) == QUEUED
+    if virtual:
+        assert waits == QUEUED * (QUEUED - 1) // 2, "each write woken by every grant before it"
+    else:
+        assert waits >= QUEUED - 1, "those behind the first, at least once"
+    assert started == []
+
+
+async def test_a_write_cancelled_while_it_waits_for_a_change_leaves_nothing_behind(
+    tmp_path: Path,
+) -> None:
+    """A write cancelled while it waits behind another's reservation ends at once and leaves no
+    timer on the clock; the writes beside it are granted as before."""
+    fake = FakeClock()
+    async with await SqliteStore.open(tmp_path / "genbot.db") as store:
+        pacer = Pacer(fake.clock, shared=AskedAt(store.write_windows, fake, taking=1.0))
+
+        async def cancelled_one() -> list[Grant]:
+            writes = [
+                asyncio.ensure_future(pacer.acquire(PLACE, ROOMY, urgent=False)) for _ in range(3)
+            ]
+            await asyncio.sleep(0)
+            writes[1].cancel()
+            with pytest.raises(asyncio.CancelledError):
+                await writes[1]
+            assert fake.monotonic() == 0.0
+            return [await writes[0], await writes[2]]
+
+        first, last = await fake.run(cancelled_one())
+
+    assert fake.pending() == 0
+    assert first.stamp.granted < last.stamp.granted
 
 
 async def test_slow_reservations_are_used_rather_than_lapse_and_asked_again(
