@@ -39,9 +39,10 @@ text is not paced when nobody else waits in its channel. Other non-urgent writes
 least recently served first. A write may leave a share of its windows free for others
 (``spare``: progress edits leave a quarter, room for that many results or answers at once — one
 in a window of 5, none below 4); it waits while fewer are free, here and in the shared windows,
-where it is never booked ahead (a booked row counts from its reservation, so it would take the
-spare at once). Only shared limits live here; the per-message minimum interval is the
-renderer's.
+where it is booked ahead only for its spacing, never for room (a booked row counts from its
+reservation, so booked for room it would take the spare at once; turned away for its spacing, it
+asked again at the moment it was told, with every other process's write told the same). Only
+shared limits live here; the per-message minimum interval is the renderer's.
 
 Across processes. With ``shared`` (the storage's :class:`~storage.WriteWindows`, on PostgreSQL) a
 write this process is about to grant is also counted in the database, in the windows it counts
@@ -671,7 +672,7 @@ class Pacer:
             first = counting[0][1]
             spacing = first.seconds / first.capacity
         within = channel.window.seconds if deadline is None else deadline - now
-        if not book or ticket.spare > 0:
+        if not book:
             within = 0.0
         try:
             return await self._shared.book_writes(
@@ -679,6 +680,7 @@ class Pacer:
                 spacing=spacing,
                 within=min(within, channel.window.seconds),
                 rank=rank(ticket, now),
+                spacing_only=ticket.spare > 0,
             )
         except StorageError as error:
             log.warning("shared write windows unavailable, this process's own applies: %s", error)

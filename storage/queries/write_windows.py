@@ -87,9 +87,10 @@ Rank = tuple[float, ...]
 """A write's rank in its process: of the reservations judged in one transaction, lower first."""
 UNRANKED: Final[Rank] = (math.inf,)
 """The rank of a reservation asked without one: after every ranked one."""
-Reservation = tuple[Sequence[WriteWindow], float, float, Rank]
-"""The windows one write counts in, its spacing, how far ahead it may be booked, and its rank."""
-TELL: Final[Reservation] = ((), 0.0, 0.0, UNRANKED)
+Reservation = tuple[Sequence[WriteWindow], float, float, Rank, bool]
+"""The windows one write counts in, its spacing, how far ahead it may be booked, its rank, and
+whether it may be booked only for its spacing (see :meth:`WriteWindows.book_writes`)."""
+TELL: Final[Reservation] = ((), 0.0, 0.0, UNRANKED, False)
 """A reservation of no write: the finishes and give-backs told since the last transaction, sent
 with the reservations it joins or, alone, in a transaction of their own."""
 TOLD: Final = WriteBooking(0.0, False)
@@ -135,6 +136,7 @@ class WriteWindows:
         spacing: float = 0.0,
         within: float = 0.0,
         rank: Rank = UNRANKED,
+        spacing_only: bool = False,
     ) -> WriteBooking:
         """:meth:`reserve_writes`, but a write that may go within ``within`` seconds (for its
         spacing, or when counted writes stop counting) is counted now for that moment (booked):
@@ -142,10 +144,12 @@ class WriteWindows:
         made after that wait, without asking again; else it is asked again after it). Counted
         immediately, without a slot, where the database has one process. ``rank``: the write's
         among this process's (lower first), which orders the reservations judged together;
-        equal ranks in the order asked."""
+        equal ranks in the order asked. With ``spacing_only`` it is booked only when every
+        window has room for it now and it waits for its spacing alone (its row counts from
+        now: booked for room that frees later, it would take that room at once)."""
         if not windows or self.db.dialect.transaction_lock is None:
             return WriteBooking(0.0, True)
-        return await self._reservations((windows, spacing, within, rank))
+        return await self._reservations((windows, spacing, within, rank, spacing_only))
 
     def finished(self, slot: int) -> None:
         """The call of the write counted in ``slot`` returned (or failed): from now on it
@@ -259,7 +263,7 @@ class WriteWindows:
             opened: dict[int, tuple[float, list[WriteWindow]]] = {}
             answers = [TOLD] * len(batch)
             for n in asked:
-                windows, spacing, within, _ = batch[n]
+                windows, spacing, within, _, spacing_only = batch[n]
                 room, exact = 0.0, True
                 for window in windows:
                     stored = counted.get(window.key, 0)
@@ -272,7 +276,8 @@ class WriteWindows:
                 first = last.get(windows[0].key)
                 spaced = first + spacing - now if spacing > 0 and first is not None else 0.0
                 wait = max(room, spaced, 0.0)
-                if wait > 0 and not (exact and wait <= within):
+                bookable = exact and wait <= within and not (spacing_only and room > 0)
+                if wait > 0 and not bookable:
                     answers[n] = WriteBooking(wait, False)
                     continue
                 at, slot = now + wait, next(self._slots)

@@ -769,10 +769,13 @@ class AskedAt(WriteWindows):
         spacing: float = 0.0,
         within: float = 0.0,
         rank: Rank = UNRANKED,
+        spacing_only: bool = False,
     ) -> WriteBooking:
         self.asked.append(self._fake.monotonic())
         await self._fake.sleep(self._taking)
-        return await super().book_writes(windows, spacing=spacing, within=within, rank=rank)
+        return await super().book_writes(
+            windows, spacing=spacing, within=within, rank=rank, spacing_only=spacing_only
+        )
 
 
 class BookedLater(AskedAt):
@@ -789,8 +792,11 @@ class BookedLater(AskedAt):
         spacing: float = 0.0,
         within: float = 0.0,
         rank: Rank = UNRANKED,
+        spacing_only: bool = False,
     ) -> WriteBooking:
-        await super().book_writes(windows, spacing=spacing, within=within, rank=rank)
+        await super().book_writes(
+            windows, spacing=spacing, within=within, rank=rank, spacing_only=spacing_only
+        )
         return WriteBooking(self._later, True)
 
 
@@ -972,8 +978,11 @@ class FullUntil(AskedAt):
         spacing: float = 0.0,
         within: float = 0.0,
         rank: Rank = UNRANKED,
+        spacing_only: bool = False,
     ) -> WriteBooking:
-        booking = await super().book_writes(windows, spacing=spacing, within=within, rank=rank)
+        booking = await super().book_writes(
+            windows, spacing=spacing, within=within, rank=rank, spacing_only=spacing_only
+        )
         left = self._until - self._fake.monotonic()
         return WriteBooking(left, False) if left > 0 else booking
 
@@ -1015,8 +1024,11 @@ class TurnedAwayTogether(AskedAt):
         spacing: float = 0.0,
         within: float = 0.0,
         rank: Rank = UNRANKED,
+        spacing_only: bool = False,
     ) -> WriteBooking:
-        booking = await super().book_writes(windows, spacing=spacing, within=within, rank=rank)
+        booking = await super().book_writes(
+            windows, spacing=spacing, within=within, rank=rank, spacing_only=spacing_only
+        )
         if self._fake.monotonic() >= self._until:
             return booking
         if within > 0:
@@ -1220,7 +1232,7 @@ async def test_a_write_leaving_a_share_free_asks_the_shared_windows_for_less(
         assert len(rows) == 16
 
 
-async def test_a_write_leaving_a_share_free_is_never_booked_ahead_in_the_shared_windows(
+async def test_a_write_leaving_a_share_free_is_not_booked_for_room_in_the_shared_windows(
     postgres: PostgresCluster,
 ) -> None:
     """A booked row counts from its reservation: a progress edit booked 3.5 s ahead would take
@@ -1467,10 +1479,13 @@ class OnTheDatabase(WriteWindows):
         spacing: float = 0.0,
         within: float = 0.0,
         rank: Rank = UNRANKED,
+        spacing_only: bool = False,
     ) -> WriteBooking:
         self.together += within == 0.0
         with self._fake.held():
-            return await super().book_writes(windows, spacing=spacing, within=within, rank=rank)
+            return await super().book_writes(
+                windows, spacing=spacing, within=within, rank=rank, spacing_only=spacing_only
+            )
 
 
 SLACK_LIKE = PlatformProfile(

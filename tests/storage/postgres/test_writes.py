@@ -130,6 +130,30 @@ async def test_a_write_that_waits_for_its_turn_is_booked_for_it(url: str) -> Non
         assert await second.write_windows.reserve_writes([CHANNEL]) == pytest.approx(1.0)
 
 
+async def test_a_write_booked_only_for_its_spacing_is_not_booked_for_room(url: str) -> None:
+    """A progress edit (it leaves a share of its windows free) was never booked: turned away
+    for its spacing after another process's write, it asked again at the moment it was told,
+    with every other process told the same moment (three processes' progress edits: 2.3
+    reservations an edit)."""
+    clock = ManualClock()
+    async with (
+        await PostgresStore.open(url, clock=clock) as first,
+        await PostgresStore.open(url, clock=clock) as second,
+    ):
+
+        async def booked(store: PostgresStore) -> tuple[float, bool]:
+            booking = await store.write_windows.book_writes(
+                [CHANNEL], spacing=1.0, within=10.0, spacing_only=True
+            )
+            return round(booking.wait, 6), booking.counted
+
+        assert await booked(first) == (0.0, True)
+        assert await booked(second) == (1.0, True), "booked for its spacing: the window has room"
+        assert await booked(first) == (2.0, True)
+        full = CHANNEL.seconds + ALLOWANCE
+        assert await booked(second) == (full, False), "not booked for room: the window is full"
+
+
 async def test_reservations_asked_together_share_one_transaction(url: str) -> None:
     clock = ManualClock()
     async with await PostgresStore.open(url, clock=clock) as store:

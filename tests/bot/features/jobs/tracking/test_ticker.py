@@ -6,7 +6,8 @@ counts the jobs of every process; a process holding no job lists none."""
 from __future__ import annotations
 
 import asyncio
-from collections.abc import AsyncIterator
+import time
+from collections.abc import AsyncIterator, Callable
 from contextlib import AsyncExitStack, asynccontextmanager
 from pathlib import Path
 
@@ -15,8 +16,17 @@ import pytest
 from bot.api import ProviderClient
 from bot.features.jobs.tracking import tracker as tracker_module
 from bot.features.jobs.tracking.ticker import CONCURRENCY, workers
-from bot.kernel import Command, MessageRef, OutMessage, SurfaceRegistry, User
+from bot.kernel import (
+    Command,
+    MessageRef,
+    OutMessage,
+    Place,
+    PlatformProfile,
+    SurfaceRegistry,
+    User,
+)
 from bot.outbox import Outbox
+from bot.outbox.pacing import Pacer
 from genbot.compose import JobEngines, build_job_engines
 from simulator.server import RunningSimulator, serve
 from simulator.state import SimulatorConfig
@@ -50,11 +60,14 @@ async def process_on(
     sim: RunningSimulator,
     url: str,
     platform: FakePlatform,
-    clock: Clock,
+    clock: Callable[[], float],
     stores: list[PostgresStore] | None = None,
+    *,
+    shared: bool = False,
 ) -> AsyncIterator[JobEngines]:
     """One genbot process's job machinery on the database at ``url`` (tracker not started;
-    its store added to ``stores``, when given)."""
+    its store added to ``stores``, when given; its writes counted in the write windows the
+    processes share, with ``shared``)."""
     settings = harness_settings(sim.base_url, Path("unused.db"), webhooks=False)
     async with AsyncExitStack() as stack:
         store = await stack.enter_async_context(
@@ -67,7 +80,10 @@ async def process_on(
             settings,
             store,
             provider,
-            Outbox(SurfaceRegistry([platform])),
+            Outbox(
+                SurfaceRegistry([platform]),
+                Pacer(shared=store.write_windows) if shared else None,
+            ),
             clock=clock,
             monotonic=clock,
         )
@@ -339,3 +355,60 @@ async def test_a_process_holding_no_job_lists_none_until_it_holds_one_again(
         assert await leases.beat() == 1
         assert await mine.ticker.tick() == 1, "the job taken over at the heartbeat"
         assert listings(counting) == 2
+
+
+PLAYGROUND_LIKE = PlatformProfile(
+    edits_per_window_per_channel=20, edit_window_seconds=1.0, enforces_windows=False
+)
+
+
+class Running:
+    """Time that runs (the shared write windows count real seconds), stepped forward by hand."""
+
+    def __init__(self) -> None:
+        self.step = 0.0
+
+    def __call__(self) -> float:
+        return time.time() + self.step
+
+
+def window_transactions(counting: CountingDatabase) -> int:
+    """How many transactions went to the shared write windows (reservations and give-backs)."""
+    return sum(any("write_slots" in sql for sql, _ in t.statements) for t in counting.trips)
+
+
+async def test_three_processes_ask_the_shared_windows_about_once_a_progress_edit(
+    postgres: PostgresCluster,
+) -> None:
+    """Three processes' progress edits in the same channels (each process its share of the
+    workers): a process's edit turned away for its spacing after another's write asked again
+    at the moment it was told, as did the other processes' (2.3 asks an edit, 1.2–1.3 of the
+    shared windows' transactions an edit against 0.3–0.5 in one process)."""
+    url, clock, platform = (
+        postgres.create_database(),
+        Running(),
+        FakePlatform(profile=PLAYGROUND_LIKE),
+    )
+    stores: list[PostgresStore] = []
+    async with AsyncExitStack() as stack:
+        sim = await stack.enter_async_context(serve(MANUAL))
+        processes = [
+            await stack.enter_async_context(
+                process_on(sim, url, platform, clock, stores, shared=True)
+            )
+            for _ in range(3)
+        ]
+        for n in range(3 * 40):
+            place = Place("fake", "w1", f"c{n % 4}")
+            command = Command(user=User(f"user{n}"), place=place, name="imagine")
+            await processes[n % 3].images.imagine(command, f"a fox, study {n}")
+        for process in processes:
+            await process.tracker.wait_idle()
+        clock.step += 7
+        countings = [counted(store) for store in stores]
+
+        shown = sum(await asyncio.gather(*(process.ticker.tick() for process in processes)))
+
+        transactions = sum(window_transactions(counting) for counting in countings)
+        assert shown >= 100, f"{shown} of 120 progress messages edited"
+        assert transactions <= 1.1 * shown, f"{transactions} transactions for {shown} edits"
