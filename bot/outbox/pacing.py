@@ -40,9 +40,8 @@ least recently served first. A write may leave a share of its windows free for o
 (``spare``: progress edits leave a quarter, room for that many results or answers at once — one
 in a window of 5, none below 4); it waits while fewer are free, here and in the shared windows,
 where it is booked ahead only for its spacing, never for room (a booked row counts from its
-reservation, so booked for room it would take the spare at once; turned away for its spacing, it
-asked again at the moment it was told, with every other process's write told the same). Only
-shared limits live here; the per-message minimum interval is the renderer's.
+reservation: booked for room, it would take the spare at once). Only shared limits live here; the
+per-message minimum interval is the renderer's.
 
 Across processes. With ``shared`` (the storage's :class:`~storage.WriteWindows`, on PostgreSQL) a
 write this process is about to grant is also counted in the database, in the windows it counts
@@ -60,8 +59,11 @@ slow database neither lapses it on arrival nor lets it go before the moment book
 used (its write cancelled or out of time, or held past its booking here: another write went first,
 the channel was penalised) is given back: it stops counting there with this process's next
 reservation, which the give-back asks for, alone when nothing else asks
-(:meth:`~storage.WriteWindows.given_back`). Urgent writes waiting in a channel whose window here
-has room for all of them ask for their turns there together (one transaction for many,
+(:meth:`~storage.WriteWindows.given_back`). A booking moves its channel's last write there to
+its moment, so a write that becomes next here before it (a stream's edit arriving while a
+progress edit is booked) is spaced after the booking there and goes up to a spacing later, as
+between two streams' edits. Urgent writes waiting in a channel whose window here has room for
+all of them ask for their turns there together (one transaction for many,
 :class:`~storage.queries.grouped.Grouped`), not each after the one before it was granted, and each
 goes once counted there; they are counted at once or not at all (never booked ahead). When the
 shared windows turn them away (the channel is full there), the channel's writes go back to one at a
@@ -680,7 +682,7 @@ class Pacer:
                 spacing=spacing,
                 within=min(within, channel.window.seconds),
                 rank=rank(ticket, now),
-                spacing_only=ticket.spare > 0,
+                for_room=ticket.spare == 0,
             )
         except StorageError as error:
             log.warning("shared write windows unavailable, this process's own applies: %s", error)

@@ -89,8 +89,9 @@ UNRANKED: Final[Rank] = (math.inf,)
 """The rank of a reservation asked without one: after every ranked one."""
 Reservation = tuple[Sequence[WriteWindow], float, float, Rank, bool]
 """The windows one write counts in, its spacing, how far ahead it may be booked, its rank, and
-whether it may be booked only for its spacing (see :meth:`WriteWindows.book_writes`)."""
-TELL: Final[Reservation] = ((), 0.0, 0.0, UNRANKED, False)
+whether it may be booked for room (else only for its spacing; see
+:meth:`WriteWindows.book_writes`)."""
+TELL: Final[Reservation] = ((), 0.0, 0.0, UNRANKED, True)
 """A reservation of no write: the finishes and give-backs told since the last transaction, sent
 with the reservations it joins or, alone, in a transaction of their own."""
 TOLD: Final = WriteBooking(0.0, False)
@@ -136,7 +137,7 @@ class WriteWindows:
         spacing: float = 0.0,
         within: float = 0.0,
         rank: Rank = UNRANKED,
-        spacing_only: bool = False,
+        for_room: bool = True,
     ) -> WriteBooking:
         """:meth:`reserve_writes`, but a write that may go within ``within`` seconds (for its
         spacing, or when counted writes stop counting) is counted now for that moment (booked):
@@ -144,12 +145,12 @@ class WriteWindows:
         made after that wait, without asking again; else it is asked again after it). Counted
         immediately, without a slot, where the database has one process. ``rank``: the write's
         among this process's (lower first), which orders the reservations judged together;
-        equal ranks in the order asked. With ``spacing_only`` it is booked only when every
-        window has room for it now and it waits for its spacing alone (its row counts from
-        now: booked for room that frees later, it would take that room at once)."""
+        equal ranks in the order asked. Without ``for_room`` it is never booked for room: only
+        when every window has room for it now and it waits for its spacing alone (its row
+        counts from now: booked for room that frees later, it would take that room at once)."""
         if not windows or self.db.dialect.transaction_lock is None:
             return WriteBooking(0.0, True)
-        return await self._reservations((windows, spacing, within, rank, spacing_only))
+        return await self._reservations((windows, spacing, within, rank, for_room))
 
     def finished(self, slot: int) -> None:
         """The call of the write counted in ``slot`` returned (or failed): from now on it
@@ -263,7 +264,7 @@ class WriteWindows:
             opened: dict[int, tuple[float, list[WriteWindow]]] = {}
             answers = [TOLD] * len(batch)
             for n in asked:
-                windows, spacing, within, _, spacing_only = batch[n]
+                windows, spacing, within, _, for_room = batch[n]
                 room, exact = 0.0, True
                 for window in windows:
                     stored = counted.get(window.key, 0)
@@ -276,7 +277,7 @@ class WriteWindows:
                 first = last.get(windows[0].key)
                 spaced = first + spacing - now if spacing > 0 and first is not None else 0.0
                 wait = max(room, spaced, 0.0)
-                bookable = exact and wait <= within and not (spacing_only and room > 0)
+                bookable = exact and wait <= within and (for_room or room <= 0)
                 if wait > 0 and not bookable:
                     answers[n] = WriteBooking(wait, False)
                     continue

@@ -769,12 +769,12 @@ class AskedAt(WriteWindows):
         spacing: float = 0.0,
         within: float = 0.0,
         rank: Rank = UNRANKED,
-        spacing_only: bool = False,
+        for_room: bool = True,
     ) -> WriteBooking:
         self.asked.append(self._fake.monotonic())
         await self._fake.sleep(self._taking)
         return await super().book_writes(
-            windows, spacing=spacing, within=within, rank=rank, spacing_only=spacing_only
+            windows, spacing=spacing, within=within, rank=rank, for_room=for_room
         )
 
 
@@ -792,10 +792,10 @@ class BookedLater(AskedAt):
         spacing: float = 0.0,
         within: float = 0.0,
         rank: Rank = UNRANKED,
-        spacing_only: bool = False,
+        for_room: bool = True,
     ) -> WriteBooking:
         await super().book_writes(
-            windows, spacing=spacing, within=within, rank=rank, spacing_only=spacing_only
+            windows, spacing=spacing, within=within, rank=rank, for_room=for_room
         )
         return WriteBooking(self._later, True)
 
@@ -978,10 +978,10 @@ class FullUntil(AskedAt):
         spacing: float = 0.0,
         within: float = 0.0,
         rank: Rank = UNRANKED,
-        spacing_only: bool = False,
+        for_room: bool = True,
     ) -> WriteBooking:
         booking = await super().book_writes(
-            windows, spacing=spacing, within=within, rank=rank, spacing_only=spacing_only
+            windows, spacing=spacing, within=within, rank=rank, for_room=for_room
         )
         left = self._until - self._fake.monotonic()
         return WriteBooking(left, False) if left > 0 else booking
@@ -1024,10 +1024,10 @@ class TurnedAwayTogether(AskedAt):
         spacing: float = 0.0,
         within: float = 0.0,
         rank: Rank = UNRANKED,
-        spacing_only: bool = False,
+        for_room: bool = True,
     ) -> WriteBooking:
         booking = await super().book_writes(
-            windows, spacing=spacing, within=within, rank=rank, spacing_only=spacing_only
+            windows, spacing=spacing, within=within, rank=rank, for_room=for_room
         )
         if self._fake.monotonic() >= self._until:
             return booking
@@ -1479,12 +1479,12 @@ class OnTheDatabase(WriteWindows):
         spacing: float = 0.0,
         within: float = 0.0,
         rank: Rank = UNRANKED,
-        spacing_only: bool = False,
+        for_room: bool = True,
     ) -> WriteBooking:
         self.together += within == 0.0
         with self._fake.held():
             return await super().book_writes(
-                windows, spacing=spacing, within=within, rank=rank, spacing_only=spacing_only
+                windows, spacing=spacing, within=within, rank=rank, for_room=for_room
             )
 
 

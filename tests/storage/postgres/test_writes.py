@@ -130,11 +130,12 @@ async def test_a_write_that_waits_for_its_turn_is_booked_for_it(url: str) -> Non
         assert await second.write_windows.reserve_writes([CHANNEL]) == pytest.approx(1.0)
 
 
-async def test_a_write_booked_only_for_its_spacing_is_not_booked_for_room(url: str) -> None:
-    """A progress edit (it leaves a share of its windows free) was never booked: turned away
-    for its spacing after another process's write, it asked again at the moment it was told,
-    with every other process told the same moment (three processes' progress edits: 2.3
-    reservations an edit)."""
+async def test_a_write_not_booked_for_room_is_booked_for_its_spacing_alone(url: str) -> None:
+    """A write asked without ``for_room`` (a progress edit, which leaves a share of its windows
+    free) is booked for its spacing while the window has room for it now, and turned away, not
+    counted, once the window is full (booked for room, its row would count from now and take
+    that room at once). Such writes were never booked: turned away for their spacing, three
+    processes' progress edits each asked again at the moment told, 2.3 reservations an edit."""
     clock = ManualClock()
     async with (
         await PostgresStore.open(url, clock=clock) as first,
@@ -143,7 +144,7 @@ async def test_a_write_booked_only_for_its_spacing_is_not_booked_for_room(url: s
 
         async def booked(store: PostgresStore) -> tuple[float, bool]:
             booking = await store.write_windows.book_writes(
-                [CHANNEL], spacing=1.0, within=10.0, spacing_only=True
+                [CHANNEL], spacing=1.0, within=10.0, for_room=False
             )
             return round(booking.wait, 6), booking.counted
 
