@@ -1414,6 +1414,27 @@ async def test_a_booking_that_lapsed_is_given_back_when_the_write_asks_again(
         assert await other.write_windows.reserve_writes([shared_window(3)]) == 0.0
 
 
+async def test_a_write_leaving_a_share_free_is_booked_for_its_spacing_in_the_shared_windows(
+    postgres: PostgresCluster,
+) -> None:
+    """A progress edit (it leaves a share of its windows free) asking just after another
+    process's write, while the shared window has room, is booked for its turn a spacing later
+    and made then: one reservation. Never booked, it was turned away for its spacing and asked
+    again at the moment told, as did every other process's edit told the same moment (three
+    processes' progress edits: 2.3 reservations an edit)."""
+    async with after_anothers_write(postgres) as (ours, _, sleeps):
+        trips = counted(ours).trips
+        pacer = Pacer(sleeps.clock, shared=ours.write_windows)
+        write = asyncio.create_task(
+            pacer.acquire(PLACE, SHARED_PROFILE, urgent=False, hold=True, spare=0.25)
+        )
+        assert await sleeps.asleep() == pytest.approx(0.05), "spaced after the other's write"
+        await sleeps.wake()
+        pacer.finish(await write)
+
+        assert len(trips) == 1, "booked for its turn: one reservation"
+
+
 async def test_a_booking_its_penalised_channel_cannot_use_is_given_back_at_once(
     postgres: PostgresCluster,
 ) -> None:
