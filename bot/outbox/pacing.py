@@ -567,6 +567,10 @@ class Pacer:
                     continue
                 until = asking if booked is None else booked_until
                 if deadline is not None:
+                    if now > deadline:
+                        raise PacingTimeout(
+                            f"no room to write in {channel_key} before the deadline"
+                        )
                     until = min(until, deadline)
                 await self._wait_for_change(channel, until)
         finally:
@@ -623,12 +627,15 @@ class Pacer:
         last_served: float,
         spare: float,
     ) -> Grant | None:
-        """Room for one held write, waited for until ``deadline``; None when none came."""
+        """Room for one held write, waited for until ``deadline``; None when none came.
+        :meth:`acquire` gives up at the deadline itself; the wait is cut ``BOOKED_GRACE``
+        after it (a database call under way), so that a write woken late on a booking it holds
+        is still made on it rather than cancelled in the turn that woke it."""
         remaining = deadline - self.clock.monotonic()
         if remaining <= 0:
             return None
         try:
-            async with asyncio.timeout(remaining):
+            async with asyncio.timeout(remaining + BOOKED_GRACE):
                 return await self.acquire(
                     place,
                     profile,

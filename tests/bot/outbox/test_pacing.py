@@ -6,6 +6,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import itertools
+import time
 from collections.abc import AsyncIterator, Callable, Sequence
 from contextlib import AsyncExitStack, asynccontextmanager
 from pathlib import Path
@@ -819,6 +820,34 @@ async def test_a_write_booked_past_its_deadline_gives_up_at_once(tmp_path: Path)
     assert gave_up < 1.0
 
 
+async def test_a_booked_write_another_passed_gives_up_at_its_deadline(tmp_path: Path) -> None:
+    """A progress edit booked 0.2 s ahead, passed by a result that arrived while it slept (the
+    result is next here, booked until 0.3 s), gives its booking back and gives up at its
+    deadline (0.25 s), not once the result went: past its deadline it waited for a change with
+    the shortest timer, again and again, until its booking lapsed or it was next."""
+    fake = FakeClock()
+    async with await SqliteStore.open(tmp_path / "genbot.db") as store:
+        pacer = Pacer(fake.clock, shared=BookedLater(store.write_windows, fake, later=0.2))
+
+        async def both() -> float:
+            progress = asyncio.ensure_future(
+                pacer.acquire(
+                    PLACE, SHARED_PROFILE, urgent=False, hold=True, spare=0.25, deadline=0.25
+                )
+            )
+            await fake.sleep(0.1)
+            result = asyncio.ensure_future(
+                pacer.acquire(PLACE, SHARED_PROFILE, urgent=True, hold=True)
+            )
+            with pytest.raises(PacingTimeout):
+                await progress
+            gave_up = fake.monotonic()
+            pacer.finish(await result)
+            return gave_up
+
+        assert await fake.run(both()) == pytest.approx(0.25, abs=0.001)
+
+
 ROOMY = PlatformProfile(edits_per_window_per_channel=1000, edit_window_seconds=1.0)
 QUEUED = 20
 
@@ -1433,6 +1462,65 @@ async def test_a_write_leaving_a_share_free_is_booked_for_its_spacing_in_the_sha
         pacer.finish(await write)
 
         assert len(trips) == 1, "booked for its turn: one reservation"
+
+
+class StalledAfterBooking(WriteWindows):
+    """The shared write windows of a store that book every write ``SHORT`` seconds before the
+    latest moment it may go (its ``within``; on the real clock), then stall the event loop
+    until just past that moment: the write's wake-up for its booking and its deadline fall due
+    in one turn of the loop, as on a loaded machine."""
+
+    SHORT = 0.05
+
+    def __init__(self, windows: WriteWindows) -> None:
+        super().__init__(windows.db, windows.clock)
+
+    async def book_writes(
+        self,
+        windows: Sequence[WriteWindow],
+        *,
+        spacing: float = 0.0,
+        within: float = 0.0,
+        rank: Rank = UNRANKED,
+        for_room: bool = True,
+    ) -> WriteBooking:
+        asked = time.monotonic()
+        booking = await super().book_writes(
+            windows, spacing=spacing, within=within, rank=rank, for_room=for_room
+        )
+        latest = asked + within
+        asyncio.get_running_loop().call_soon(_stall_until, latest + 0.01)
+        wait = latest - self.SHORT - time.monotonic()
+        return WriteBooking(max(wait, 0.0), booking.counted, booking.slot)
+
+
+def _stall_until(moment: float) -> None:
+    """Hold the event loop (nothing else runs) until ``moment`` on the real monotonic clock."""
+    while time.monotonic() < moment:
+        pass
+
+
+async def test_a_write_woken_late_on_its_booking_is_made_past_its_deadline(
+    postgres: PostgresCluster,
+) -> None:
+    """A progress edit booked for its spacing 50 ms before its deadline, whose wake-up comes
+    only past the deadline (the event loop held until then), is made on its booking, as
+    :meth:`Pacer.acquire` promises a write it grants on a booking it holds: the bound on its
+    wait runs ``BOOKED_GRACE`` past the deadline. Bounded at the deadline itself, it was
+    cancelled in the turn that woke it, its booking given back and the edit skipped."""
+    async with after_anothers_write(postgres) as (ours, _, _):
+        pacer = Pacer(shared=StalledAfterBooking(ours.write_windows))
+        made: list[str] = []
+
+        async def edit() -> None:
+            made.append("edit")
+
+        deadline = time.monotonic() + 0.3
+        await pacer.run(
+            PLACE, SHARED_PROFILE, edit, "edit", urgent=False, deadline=deadline, spare=0.25
+        )
+
+        assert made == ["edit"]
 
 
 async def test_a_booking_its_penalised_channel_cannot_use_is_given_back_at_once(
