@@ -37,7 +37,14 @@ TEXT_HYGIENE_CASES = [
 ]
 
 PROMPT_FLAG_CASES = [
-    text("imagine-seed-negative", "imagine", "a fox --seed -5", "--seed", "whole number"),
+    text("imagine-seed-negative", "imagine", "a fox --seed -5", "--seed", "0 to 4294967295"),
+    text(
+        "imagine-seed-beyond-32-bits",
+        "imagine",
+        "a fox --seed 99999999999",
+        "--seed",
+        "0 to 4294967295",
+    ),
     text("imagine-seed-word", "imagine", "a fox --seed lucky", "--seed", "whole number"),
     text("imagine-sameseed-negative", "imagine", "a fox --sameseed -1", "--sameseed"),
     text("imagine-dangling-no", "imagine", "a fox --no", "--no needs a value", "--no cars"),

@@ -2,11 +2,13 @@
 
 Prompts (unless ``skip_prompt_check``): only what is malformed — a ``--v`` / ``--version`` that
 is not a version number, an ``--ar`` / ``--aspect`` that is not ``W:H`` (the same rule as the
-``aspect_ratio`` option), a ``--seed`` that is not a whole number, a flag that takes a value
-without one (``--no`` at the end). Which versions, ratios, seeds and lengths the provider
-accepts the API documentation does not say, so the rest is left to the provider and its
-refusal shown (docs/provider.md#prompt-check). Attachments: an image type (by content type,
-else by file name) and at most ``[limits] max_upload_bytes``.
+``aspect_ratio`` option), a ``--seed`` / ``--sameseed`` that is not a whole number from 0 to
+:data:`~bot.kernel.MAX_SEED` (the API documentation names no range for a prompt's seed, so it is
+the one ``/diffusion``'s seed has), a flag that takes a value without one (``--no`` at the end).
+Which versions, ratios and lengths the provider accepts the API documentation does not say, so
+the rest is left to the provider and its refusal shown (docs/provider.md#prompt-check).
+Attachments: an image type (by content type, else by file name) and at most ``[limits]
+max_upload_bytes``.
 """
 
 from __future__ import annotations
@@ -15,7 +17,15 @@ import mimetypes
 import re
 
 from bot.features.jobs.forms import PROMPT_FIELD
-from bot.kernel import Attachment, CommandError, FormError, _, format_bytes, parse_aspect_ratio
+from bot.kernel import (
+    MAX_SEED,
+    Attachment,
+    CommandError,
+    FormError,
+    _,
+    format_bytes,
+    parse_aspect_ratio,
+)
 
 _VERSION = re.compile(r"\d+(?:\.\d+)?")
 VALUED_FLAGS = {
@@ -55,11 +65,12 @@ def check_prompt(prompt: str) -> None:
         parse_aspect_ratio(value, "--ar")
     for flag in ("--seed", "--sameseed"):
         for value in _flag_values(prompt, (flag,)):
-            if not value.isdigit():
+            if not (value.isascii() and value.isdigit()) or int(value) > MAX_SEED:
                 raise CommandError(
                     _(
-                        "{label} must be a whole number (got {value}).",
+                        "{label} must be a whole number from 0 to {most} (got {value}).",
                         label=flag,
+                        most=MAX_SEED,
                         value=repr(value),
                     )
                 )

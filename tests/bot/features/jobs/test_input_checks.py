@@ -1,11 +1,12 @@
-"""A file refused before anything is downloaded says why, with sizes written the user's way."""
+"""Checks before anything reaches the provider: a file refused before anything is downloaded
+says why, with sizes written the user's way; a prompt's seed is refused outside its range."""
 
 from __future__ import annotations
 
 import pytest
 
-from bot.features.jobs.input_checks import check_attachment
-from bot.kernel import Attachment, CommandError, speaking
+from bot.features.jobs.input_checks import check_attachment, check_prompt
+from bot.kernel import MAX_SEED, Attachment, CommandError, speaking
 
 MIB = 1024 * 1024
 
@@ -35,3 +36,21 @@ def test_a_file_that_is_no_image_is_refused_by_its_type() -> None:
     assert refusal(text, MIB) == (
         "notes.txt is not an image (text/plain); attach a PNG, JPEG or WebP."
     )
+
+
+def prompt_refusal(prompt: str) -> str:
+    with pytest.raises(CommandError) as refused:
+        check_prompt(prompt)
+    return str(refused.value)
+
+
+def test_a_seed_is_a_whole_number_in_the_range_diffusion_takes() -> None:
+    assert prompt_refusal("a cat --seed -5") == (
+        "--seed must be a whole number from 0 to 4294967295 (got '-5')."
+    )
+    assert prompt_refusal("a cat --seed 99999999999") == (
+        "--seed must be a whole number from 0 to 4294967295 (got '99999999999')."
+    )
+    assert "0 to 4294967295" in prompt_refusal("a cat --sameseed 4294967296")
+    assert "(got '²')" in prompt_refusal("a cat --seed ²")
+    check_prompt(f"a cat --seed {MAX_SEED} --sameseed 0")
