@@ -2,23 +2,25 @@
 
 ``--neon`` (a user's saved option, ``/prefer option set neon --style raw``) is replaced by its
 text, word for word — URLs, weights and ``::`` untouched — and the user's ``/prefer suffix`` is
-appended; only then is the text parsed and validated (:mod:`bot.kernel.command_text`), so a
-saved option that became invalid is refused like any typed option (and named:
-:func:`name_the_saved`). A ``--word`` that is neither an option of the command, nor a
-Midjourney parameter (:data:`PROMPT_PARAMETERS`), nor a saved option is refused with the names
-the user has. Then ``{red, blue} fox`` expands into one prompt per combination
-(:func:`permutations`; groups multiply, nest, and ``\\,`` is a literal comma), capped. None
-of this reaches the provider: it is genbot's own syntax (docs/provider.md#prompt-syntax).
+appended, less the options the prompt sets itself (:func:`with_suffix`); only then is the text
+parsed and validated (:mod:`bot.kernel.command_text`), so a saved option that became invalid is
+refused like any typed option (and named: :func:`name_the_saved`). A ``--word`` that is neither
+an option of the command, nor a Midjourney parameter (:data:`PROMPT_PARAMETERS`), nor a saved
+option is refused with the names the user has. Then ``{red, blue} fox`` expands into one prompt
+per combination (:func:`permutations`; groups multiply, nest, and ``\\,`` is a literal comma),
+capped. None of this reaches the provider: it is genbot's own syntax
+(docs/provider.md#prompt-syntax).
 """
 
 from __future__ import annotations
 
 import math
 import re
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 
 from bot.kernel.command_names import written
+from bot.kernel.command_text import check_text, parse_command_text
 from bot.kernel.commands import MAX_REPEAT, CommandSpec
 from bot.kernel.errors import CommandError
 from bot.kernel.i18n import _, ngettext
@@ -34,9 +36,16 @@ PROMPT_PARAMETERS = frozenset(
 )  # fmt: skip
 """The Midjourney parameters a prompt may carry (the provider reads them; genbot passes them
 on): never saved options' names, never refused as unknown."""
+PARAMETER_ALIASES = {
+    "aspect": "ar", "version": "v", "niji": "v", "chaos": "c", "stylize": "s", "quality": "q",
+    "weird": "w", "repeat": "r", "personalize": "p",
+}  # fmt: skip
+"""Midjourney parameters spelled another way that set the same thing, by the spelling
+:func:`with_suffix` compares them under (``--niji`` chooses the model as ``--v`` does)."""
 NAME_RE = re.compile(r"[a-z][a-z0-9_-]{0,31}")
 """A saved option's name: lower case, a letter first, at most 32 letters, digits, ``_``, ``-``."""
 _FLAG_RE = re.compile(r"(?<!\S)(?:--|—)([A-Za-z][\w\-]*)(?=\s|$)")
+_PIECE_RE = re.compile(r"(?<!\S)(?:--|—)[A-Za-z][\w\-]*(?=[\s=]|$)")
 _QUOTED_RE = re.compile(r"\"[^\"]*\"|“[^”]*”")
 _REPEAT_RE = re.compile(r"(?<!\S)(?:--|—)(?:repeat|r)(?:\s+|=)(\S+)(?=\s|$)", re.IGNORECASE)
 
@@ -74,13 +83,10 @@ def splice(text: str, saved: Mapping[str, str], spec: CommandSpec) -> Spliced:
     not expanded again); :class:`CommandError` for a ``--word`` that is neither ``spec``'s
     option, a Midjourney parameter nor a saved option. Quoted text is left alone."""
     known = command_flags(spec) | PROMPT_PARAMETERS
-    quoted = [match.span() for match in _QUOTED_RE.finditer(text)]
     pieces: list[str] = []
     used: list[tuple[str, str]] = []
     last = 0
-    for match in _FLAG_RE.finditer(text):
-        if any(start <= match.start() < end for start, end in quoted):
-            continue
+    for match in _unquoted(_FLAG_RE, text):
         name = match.group(1).lower()
         if name in known:
             continue
@@ -91,6 +97,14 @@ def splice(text: str, saved: Mapping[str, str], spec: CommandSpec) -> Spliced:
         last = match.end()
     pieces.append(text[last:])
     return Spliced(" ".join(" ".join(pieces).split()) if used else text, tuple(used))
+
+
+def _unquoted(pattern: re.Pattern[str], text: str) -> Iterator[re.Match[str]]:
+    """``pattern``'s matches in ``text`` outside quotes (a quoted ``"--word"`` is prompt text)."""
+    quoted = [match.span() for match in _QUOTED_RE.finditer(text)]
+    for match in pattern.finditer(text):
+        if not any(start <= match.start() < end for start, end in quoted):
+            yield match
 
 
 def _unknown(name: str, saved: Mapping[str, str]) -> str:
@@ -115,9 +129,65 @@ def _unknown(name: str, saved: Mapping[str, str]) -> str:
     )
 
 
-def with_suffix(text: str, suffix: str) -> str:
-    """``text`` with the user's suffix appended (nothing when it is empty)."""
-    return f"{text.rstrip()} {suffix.strip()}" if suffix.strip() else text
+@dataclass(frozen=True)
+class _Reading:
+    """What a text sets as ``spec`` parses it: its options (by name: ``aspect_ratio`` for
+    ``--ar`` and ``--aspect``), its Midjourney parameters (by :data:`PARAMETER_ALIASES`'
+    spelling: ``v`` for ``--v``, ``--version``) and its free text (parameters included)."""
+
+    options: frozenset[str]
+    parameters: frozenset[str]
+    free: str
+
+    @classmethod
+    def of(cls, text: str, spec: CommandSpec) -> _Reading:
+        """``text`` read; :class:`CommandError` where ``spec``'s parser refuses it."""
+        values = parse_command_text(spec, text)
+        free = values.pop(spec.free_text, "") if spec.free_text else ""
+        parameters = {
+            PARAMETER_ALIASES.get(name, name)
+            for match in _unquoted(_FLAG_RE, free)
+            if (name := match.group(1).lower()) in PROMPT_PARAMETERS
+        }
+        return cls(frozenset(values), frozenset(parameters), free)
+
+    @property
+    def sets(self) -> frozenset[str]:
+        """Its options and parameters together."""
+        return self.options | self.parameters
+
+
+def with_suffix(text: str, suffix: str, spec: CommandSpec, given: Iterable[str] = ()) -> str:
+    """``text`` with the user's suffix appended, less each option or parameter of the suffix
+    that ``text`` sets itself or that ``given`` names (options typed apart from the prompt):
+    what the user typed wins, as in Midjourney (``a cat --v 7`` with the suffix ``--v 5.2
+    --ar 16:9`` is ``a cat --v 7 --ar 16:9``). Nothing is appended to a text the parser refuses
+    or whose prompt is empty or invisible: it is refused as the user typed it."""
+    if not suffix.strip():
+        return text
+    try:
+        typed = _Reading.of(text, spec)
+        check_text(typed.free, "")
+    except CommandError:
+        return text
+    if not typed.free.strip():
+        return text
+    taken = typed.sets | set(given)
+    starts = [match.start() for match in _unquoted(_PIECE_RE, suffix)]
+    kept: list[str] = []
+    for start, end in zip([0, *starts], [*starts, len(suffix)], strict=True):
+        piece = suffix[start:end].strip()
+        try:
+            reading = _Reading.of(piece, spec)
+        except CommandError:
+            kept.append(piece)
+            continue
+        if not reading.sets & taken:
+            kept.append(piece)
+        elif not reading.parameters:
+            kept.append(reading.free)
+    added = " ".join(" ".join(kept).split())
+    return f"{text.rstrip()} {added}" if added else text
 
 
 def name_the_saved(error: CommandError, used: Sequence[tuple[str, str]]) -> CommandError:

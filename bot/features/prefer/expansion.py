@@ -3,8 +3,11 @@
 <bot.kernel.CommandSpec.expands>`, before it is parsed (see :mod:`bot.kernel.expansion`).
 
 Options saved for the channel win over those saved for everywhere; so does the channel's
-suffix. A text command is expanded as a whole (a saved ``--ar 16:9`` becomes the aspect
-ratio); a command with typed options (Discord) in its prompt.
+suffix. What the user types wins over the suffix: its options already set by the prompt, or by
+a typed option (Discord's ``aspect_ratio``), are left out, and a prompt with nothing visible
+gets no suffix (it is refused as typed; :func:`bot.kernel.with_suffix`). A text command is
+expanded as a whole (a saved ``--ar 16:9`` becomes the aspect ratio); a command with typed
+options (Discord) in its prompt.
 """
 
 from __future__ import annotations
@@ -50,12 +53,11 @@ class SavedExpansion:
             if not isinstance(prompt, str):
                 return event, ()
             spliced = splice(prompt, saved, spec)
-            options = {
-                **event.options,
-                spec.free_text or "prompt": with_suffix(spliced.text, suffix),
-            }
+            free = spec.free_text or "prompt"
+            given = [name for name, value in event.options.items() if name != free and value != ""]
+            options = {**event.options, free: with_suffix(spliced.text, suffix, spec, given)}
             return replace(event, options=options), spliced.used
         if not event.text.strip():
             return event, ()
         spliced = splice(event.text, saved, spec)
-        return replace(event, text=with_suffix(spliced.text, suffix)), spliced.used
+        return replace(event, text=with_suffix(spliced.text, suffix, spec)), spliced.used

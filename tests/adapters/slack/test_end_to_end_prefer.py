@@ -141,3 +141,24 @@ async def test_saved_options_expand_and_several_jobs_run_once_from_their_preview
         await asyncio.sleep(0.3)
         jobs = await bot.store.tracking.list_unfinished_jobs(ALL_STATUSES)
         assert len(jobs) == 5, "Run started the four previewed jobs once"
+
+
+async def test_what_the_user_types_wins_over_their_suffix(
+    fake: FakeSlack, sim: RunningSimulator, tmp_path: Path
+) -> None:
+    async with slack_genbot(fake, sim, tmp_path / "genbot.db") as bot:
+        suffix = "prefer suffix --v 5.2 --ar 16:9 --stylize 100"
+        await fake.post_command(bot.url, fake.slash_command("/genbot", suffix))
+        [saved] = await fake.wait_for(lambda: told(fake, 1), WAIT)
+        assert saved.startswith("Saved: every")
+
+        await fake.post_command(bot.url, fake.slash_command("/imagine", "\u200b"))
+        [_, refused] = await fake.wait_for(lambda: told(fake, 2), WAIT)
+        assert "only invisible characters" in refused
+
+        typed = "a tower --v 6 --ar 1:1"
+        await fake.post_command(bot.url, fake.slash_command("/imagine", typed))
+        [sent] = await fake.wait_for(lambda: created(sim, "/gen/v2/imagine"), WAIT)
+        assert sent.body["prompt"] == "a tower --v 6 --stylize 100"
+        assert sent.body["aspect_ratio"] == "1:1"
+        assert told(fake, 3) is None, "nothing refused"

@@ -53,8 +53,46 @@ def test_a_refusal_after_an_expansion_names_the_saved_option() -> None:
 
 
 def test_the_suffix_is_appended() -> None:
-    assert with_suffix("a fox ", "--v 6") == "a fox --v 6"
-    assert with_suffix("a fox", " ") == "a fox"
+    assert with_suffix("a fox ", "--v 6", IMAGINE) == "a fox --v 6"
+    assert with_suffix("a fox", " ", IMAGINE) == "a fox"
+    assert with_suffix("a fox", "in oil --no dogs, trees --ar 2:1", IMAGINE) == (
+        "a fox in oil --no dogs, trees --ar 2:1"
+    )
+
+
+def test_what_the_prompt_sets_wins_over_the_suffix() -> None:
+    suffix = "--v 5.2 --ar 16:9 --relax --stylize 100"
+    assert with_suffix("a cat --v 7", suffix, IMAGINE) == (
+        "a cat --v 7 --ar 16:9 --relax --stylize 100"
+    )
+    assert with_suffix("a tower --ar 1:1", suffix, IMAGINE) == (
+        "a tower --ar 1:1 --v 5.2 --relax --stylize 100"
+    )
+    assert with_suffix("a cat --aspect=1:1 --version 7 --fast --s 50", suffix, IMAGINE) == (
+        "a cat --aspect=1:1 --version 7 --fast --s 50"
+    )
+    assert with_suffix("a cat --niji 6", "--v 6.1 --ar=2:3 lit", IMAGINE) == (
+        "a cat --niji 6 --ar=2:3 lit"
+    )
+    assert with_suffix('a cat "--v"', "--v 6", IMAGINE) == 'a cat "--v" --v 6'
+
+
+def test_options_given_apart_from_the_prompt_win_over_the_suffix() -> None:
+    assert with_suffix("a cat", "--ar 16:9 in oil --v 6", IMAGINE, ["aspect_ratio"]) == (
+        "a cat in oil --v 6"
+    )
+    assert with_suffix("a cat", "--fast --repeat 2", IMAGINE, ["process_mode", "repeat"]) == (
+        "a cat"
+    )
+
+
+def test_a_prompt_without_visible_text_gets_no_suffix() -> None:
+    assert with_suffix("\u200b", "--v 5.2", IMAGINE) == "\u200b"
+    assert with_suffix("\u200b\u2060 --ar 1:1", "--v 5.2", IMAGINE) == "\u200b\u2060 --ar 1:1"
+    assert with_suffix("--ar 1:1", "--v 5.2", IMAGINE) == "--ar 1:1"
+    assert with_suffix("a cat --ar 1:1 --aspect 2:3", "--v 5.2", IMAGINE) == (
+        "a cat --ar 1:1 --aspect 2:3"
+    ), "refused as typed"
 
 
 def test_permutations_multiply_nest_and_repeat() -> None:
