@@ -103,6 +103,19 @@ class RefKind(StrEnum):
     BATCH = "batch"
 
 
+class Work(StrEnum):
+    """What a press of an action starts, as its feature declares it for the router's screen
+    (moderation): ``free`` presses (view, page, cancel, feedback, settings, a repost) are
+    anyone's who may use the ref; a ``paid`` press (a provider job or a model answer, or the
+    form that leads only to one) is refused to a banned user; a ``resubmit`` press is paid and
+    sends its job's stored prompt again (🔄, variations, zooms, pans), so that prompt is also
+    checked against the rules in force, as if typed."""
+
+    FREE = "free"
+    PAID = "paid"
+    RESUBMIT = "resubmit"
+
+
 class RefRefused(Exception):
     """The presser may not use what the ref names (or it names nothing known); the text is
     the answer to show them: ``refusal`` (one of :data:`REFUSALS`) in the language spoken."""

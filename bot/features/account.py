@@ -66,7 +66,7 @@ from bot.kernel import (
     written,
 )
 from bot.outbox import Notice, OpenForm, Outbox, WritePolicy
-from bot.refs import RefKind, ScopeReferent
+from bot.refs import RefKind, ScopeReferent, Work
 from storage import (
     SETTING_NAMES,
     AnswerFeedback,
@@ -242,6 +242,7 @@ class AccountFeature:
 
     commands = frozenset({"settings", "usage", "help"})
     actions: ClassVar[Mapping[str, RefKind]] = {SETTINGS_ACTION: RefKind.SCOPE}
+    work: ClassVar[Mapping[str, Work]] = {SETTINGS_ACTION: Work.FREE}
 
     def __init__(
         self,

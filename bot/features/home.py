@@ -50,7 +50,7 @@ from bot.kernel import (
     language_name,
 )
 from bot.outbox import Outbox, PublishHome, WritePolicy
-from bot.refs import JobReferent, RefKind
+from bot.refs import JobReferent, RefKind, Work
 from storage import (
     EffectiveSettings,
     Job,
@@ -105,6 +105,7 @@ class HomeFeature:
 
     commands: frozenset[str] = frozenset()
     actions: ClassVar[Mapping[str, RefKind]] = {REPOST_ACTION: RefKind.JOB}
+    work: ClassVar[Mapping[str, Work]] = {REPOST_ACTION: Work.FREE}
 
     def __init__(
         self,

@@ -37,7 +37,7 @@ from bot.kernel import (
     written,
 )
 from bot.outbox import Notice, Outbox, Private, PrivateFile, WritePolicy
-from bot.refs import JobReferent, PageReferent, RefKind
+from bot.refs import JobReferent, PageReferent, RefKind, Work
 from storage import Job, JobArchive, JobReader
 
 JOB_ID: Final = re.compile(r"^[A-Za-z0-9_-]{12}$")
@@ -73,6 +73,7 @@ class ArchiveFeature:
         SHOW_ACTION: RefKind.JOB,
         INFO_ACTION: RefKind.JOB,
     }
+    work: ClassVar[Mapping[str, Work]] = dict.fromkeys(actions, Work.FREE)
 
     def __init__(
         self,

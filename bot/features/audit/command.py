@@ -30,7 +30,7 @@ from bot.kernel import (
     written,
 )
 from bot.outbox import Notice, Outbox, PrivateFile, WritePolicy
-from bot.refs import Referent, RefKind
+from bot.refs import Referent, RefKind, Work
 from storage import AuditEntry, AuditLog
 
 PAGE: Final = 15
@@ -157,6 +157,7 @@ class AuditAdmin:
 
     commands = frozenset({"admin.audit"})
     actions: ClassVar[Mapping[str, RefKind]] = {}
+    work: ClassVar[Mapping[str, Work]] = {}
 
     def __init__(self, store: AuditLog, outbox: Outbox) -> None:
         self.store = store

@@ -31,7 +31,7 @@ from bot.kernel import (
     metrics,
 )
 from bot.outbox import Notice, Outbox, WritePolicy
-from bot.refs import RefKind, TurnReferent
+from bot.refs import RefKind, TurnReferent, Work
 from storage import AnswerFeedback, ChatMessage
 
 REGENERATE_ACTION = "chat_again"
@@ -77,6 +77,7 @@ class AnswerControls:
         GOOD_ACTION: RefKind.TURN,
         BAD_ACTION: RefKind.TURN,
     }
+    work: ClassVar[Mapping[str, Work]] = dict.fromkeys(actions, Work.FREE)
 
     def __init__(self, stops: StopRequests, feedback: AnswerFeedback, outbox: Outbox) -> None:
         self.stops = stops

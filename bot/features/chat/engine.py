@@ -93,7 +93,7 @@ from bot.kernel import (
     ngettext,
 )
 from bot.outbox import Edit, Outbox, Post, WritePolicy
-from bot.refs import AlternativeReferent, ConversationReferent, RefKind, TurnReferent
+from bot.refs import AlternativeReferent, ConversationReferent, RefKind, TurnReferent, Work
 from storage import (
     UNSET,
     ChatMessage,
@@ -171,6 +171,12 @@ class ChatEngine:
         PICK_ACTION: RefKind.ALTERNATIVE,
         REGENERATE_ACTION: RefKind.TURN,
         BRANCH_ACTION: RefKind.TURN,
+    }
+    work: ClassVar[Mapping[str, Work]] = {
+        VISION_ACTION: Work.PAID,
+        PICK_ACTION: Work.FREE,
+        REGENERATE_ACTION: Work.PAID,
+        BRANCH_ACTION: Work.FREE,
     }
 
     def __init__(

@@ -60,7 +60,7 @@ from bot.kernel import (
     take_repeat,
 )
 from bot.outbox import EditPressed, Notice, Outbox, Private, WritePolicy
-from bot.refs import BatchReferent, RefKind
+from bot.refs import BatchReferent, RefKind, Work
 from storage import Batch, BatchOutcome, JobAdmission, Preferences, UsageLedger
 
 log = logging.getLogger(__name__)
@@ -79,6 +79,7 @@ class Batches:
 
     commands = frozenset({"imagine"})
     actions: ClassVar[Mapping[str, RefKind]] = {RUN: RefKind.BATCH, CANCEL: RefKind.BATCH}
+    work: ClassVar[Mapping[str, Work]] = {RUN: Work.PAID, CANCEL: Work.FREE}
 
     def __init__(
         self,

@@ -29,7 +29,7 @@ from bot.kernel import (
     speaking,
 )
 from bot.outbox import Notice, Outbox, WritePolicy
-from bot.refs import JobReferent, RefKind
+from bot.refs import JobReferent, RefKind, Work
 from storage import IN_FLIGHT_STATUSES, Job, JobStatus, JobWriter
 
 CANCELLABLE: frozenset[JobStatus] = IN_FLIGHT_STATUSES | {"unknown"}
@@ -40,6 +40,7 @@ class JobCancel:
 
     commands: frozenset[str] = frozenset()
     actions: ClassVar[Mapping[str, RefKind]] = {CANCEL_ACTION: RefKind.JOB}
+    work: ClassVar[Mapping[str, Work]] = {CANCEL_ACTION: Work.FREE}
 
     def __init__(
         self,

@@ -33,7 +33,7 @@ from bot.kernel import (
     _,
 )
 from bot.outbox import OpenForm, WritePolicy
-from bot.refs import JobReferent, RefKind
+from bot.refs import JobReferent, RefKind, Work
 from storage import Job, SettingsReader
 
 AGAIN = "describe_again"
@@ -48,6 +48,7 @@ class DescribeButtons:
     actions: ClassVar[Mapping[str, RefKind]] = dict.fromkeys(
         (*DESCRIBE_ACTIONS, AGAIN, ALL), RefKind.JOB
     )
+    work: ClassVar[Mapping[str, Work]] = dict.fromkeys((*DESCRIBE_ACTIONS, AGAIN, ALL), Work.PAID)
 
     def __init__(
         self, starter: JobStarter, provider: ProviderClient, settings: SettingsReader

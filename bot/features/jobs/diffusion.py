@@ -54,7 +54,7 @@ from bot.kernel import (
     validate_options,
 )
 from bot.outbox import OpenForm, WritePolicy
-from bot.refs import JobReferent, NoReferent, RefKind
+from bot.refs import JobReferent, NoReferent, RefKind, Work
 from storage import Job
 
 COMMON_FIELDS: dict[str, str] = {
@@ -88,6 +88,10 @@ class DiffusionJobs:
     actions: ClassVar[Mapping[str, RefKind]] = {
         **dict.fromkeys(DIFFUSION_ACTIONS, RefKind.JOB),
         **dict.fromkeys(DIFFUSION_UPLOADS.values(), RefKind.NONE),
+    }
+    work: ClassVar[Mapping[str, Work]] = {
+        **dict.fromkeys(actions, Work.PAID),
+        "diff_reroll": Work.RESUBMIT,
     }
 
     def __init__(

@@ -84,7 +84,7 @@ from bot.kernel import (
     read_references,
 )
 from bot.outbox import OpenForm, WritePolicy
-from bot.refs import JobReferent, RefKind
+from bot.refs import JobReferent, RefKind, Work
 from storage import EffectiveSettings, Job, SettingsReader
 
 PROCESS_MODES: tuple[ProcessMode, ...] = get_args(ProcessMode)
@@ -95,6 +95,11 @@ BLEND_DEFAULT_DIMENSION: BlendDimension = "square"
 IMAGE_ACTIONS = frozenset(
     {*GRID_ACTIONS, *UPSCALE_ACTIONS, *REMIX_ACTIONS, "seed", REFERENCE_ACTION}
 )
+RESUBMITTING = frozenset(
+    {*REMIX_ACTIONS, *(a.removeprefix(REMIX_PREFIX) for a in REMIX_ACTIONS), "outpaint_square"}
+)
+"""The follow-ups that generate from the pressed job's prompt again (those Remix may change,
+and Make Square)."""
 RESULT = "result"
 """The key a Use-as-reference form's image has among the prompt's references."""
 BLEND_OPTIONS = ("image1", "image2", "image3", "image4", "image5")
@@ -138,6 +143,9 @@ class ImageJobs:
     commands = frozenset({"describe", "blend"})
     """It starts ``/imagine``'s jobs too, for :class:`~bot.features.jobs.batches.Batches`."""
     actions: ClassVar[Mapping[str, RefKind]] = dict.fromkeys(IMAGE_ACTIONS, RefKind.JOB)
+    work: ClassVar[Mapping[str, Work]] = {
+        action: Work.RESUBMIT if action in RESUBMITTING else Work.PAID for action in IMAGE_ACTIONS
+    }
 
     def __init__(
         self,

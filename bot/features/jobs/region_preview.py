@@ -45,7 +45,7 @@ from bot.kernel import (
     _,
 )
 from bot.outbox import OpenForm, Outbox, Private, WritePolicy
-from bot.refs import PREVIEW_SEPARATOR, PreviewReferent, RefKind
+from bot.refs import PREVIEW_SEPARATOR, PreviewReferent, RefKind, Work
 from storage import Job, JobWriter
 
 log = logging.getLogger(__name__)
@@ -179,6 +179,7 @@ class PreviewButtons:
 
     commands: frozenset[str] = frozenset()
     actions: ClassVar[Mapping[str, RefKind]] = dict.fromkeys(PREVIEW_ACTIONS, RefKind.PREVIEW)
+    work: ClassVar[Mapping[str, Work]] = dict.fromkeys(PREVIEW_ACTIONS, Work.PAID)
 
     def __init__(self, starter: JobStarter, runner: RegionRunner, media: MediaFetcher) -> None:
         self._starter = starter

@@ -25,7 +25,7 @@ from bot.features.jobs.prompt_translation import (
 )
 from bot.kernel import ButtonPress, Command, ModalSubmit, OptionValue, UserError, _, metrics
 from bot.outbox import Notice, Outbox, WritePolicy
-from bot.refs import BatchReferent, RefKind
+from bot.refs import BatchReferent, RefKind, Work
 from storage import Preferences
 
 
@@ -37,6 +37,7 @@ class TranslationOffers:
         TRANSLATE: RefKind.BATCH,
         AS_WRITTEN: RefKind.BATCH,
     }
+    work: ClassVar[Mapping[str, Work]] = {TRANSLATE: Work.PAID, AS_WRITTEN: Work.PAID}
 
     def __init__(
         self,

@@ -18,7 +18,7 @@ from bot.features.jobs.forms import (
 from bot.features.jobs.images import ImageJobs
 from bot.features.jobs.starter import JobStarter
 from bot.kernel import ButtonPress, Command, ModalSubmit, OptionValue, UserError, _
-from bot.refs import NoReferent, RefKind
+from bot.refs import NoReferent, RefKind, Work
 
 DESCRIBE = "describe_upload"
 BLEND = "blend_upload"
@@ -29,6 +29,7 @@ class UploadForms:
 
     commands: frozenset[str] = frozenset()
     actions: ClassVar[Mapping[str, RefKind]] = dict.fromkeys((DESCRIBE, BLEND), RefKind.NONE)
+    work: ClassVar[Mapping[str, Work]] = dict.fromkeys((DESCRIBE, BLEND), Work.PAID)
 
     def __init__(self, starter: JobStarter, images: ImageJobs) -> None:
         self._starter = starter

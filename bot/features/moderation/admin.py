@@ -35,7 +35,7 @@ from bot.kernel import (
     written,
 )
 from bot.outbox import Notice, Outbox, WritePolicy
-from bot.refs import NoReferent, RefKind
+from bot.refs import NoReferent, RefKind, Work
 from storage import ModerationRule, ModerationStore
 
 ACTIONS: Final = ("add", "remove", "list", "ban", "unban")
@@ -154,6 +154,7 @@ class ModerationAdmin:
 
     commands = frozenset({"admin.moderation"})
     actions: ClassVar[Mapping[str, RefKind]] = {}
+    work: ClassVar[Mapping[str, Work]] = {}
 
     def __init__(
         self,

@@ -30,7 +30,7 @@ from bot.kernel import (
     written,
 )
 from bot.outbox import Notice, Outbox, WritePolicy
-from bot.refs import NoReferent, RefKind
+from bot.refs import NoReferent, RefKind, Work
 from storage import Preferences, SavedOption
 
 ACTIONS: Final = ("set", "list", "delete")
@@ -100,6 +100,7 @@ class PreferCommands:
 
     commands = frozenset({"prefer.option", "prefer.suffix"})
     actions: ClassVar[Mapping[str, RefKind]] = {}
+    work: ClassVar[Mapping[str, Work]] = {}
 
     def __init__(self, store: Preferences, outbox: Outbox) -> None:
         self._store = store

@@ -32,7 +32,7 @@ from bot.kernel import (
     written,
 )
 from bot.outbox import Notice, Outbox, Private, WritePolicy
-from bot.refs import NoReferent, RefKind, UserReferent
+from bot.refs import NoReferent, RefKind, UserReferent, Work
 from storage import Retention
 
 FORGET_ACTION: Final = "forget_me"
@@ -107,6 +107,7 @@ class ForgetFeature:
         FORGET_ACTION: RefKind.NONE,
         FORGET_USER_ACTION: RefKind.USER,
     }
+    work: ClassVar[Mapping[str, Work]] = dict.fromkeys(actions, Work.FREE)
 
     def __init__(
         self, store: Retention, outbox: Outbox, audit: AuditTrail, clock: Callable[[], float]

@@ -35,7 +35,7 @@ from bot.kernel import (
     speaking,
 )
 from bot.outbox import Outbox
-from bot.refs import Referent, RefKind
+from bot.refs import Referent, RefKind, Work
 from bot.router import Router
 from storage import SqliteStore
 from tests.fakes.platform import FakePlatform
@@ -117,6 +117,7 @@ async def test_choices_are_read_from_the_settings_and_cached(store: SqliteStore)
 class Speaks:
     commands = frozenset({"imagine"})
     actions: ClassVar[Mapping[str, RefKind]] = {}
+    work: ClassVar[Mapping[str, Work]] = {}
 
     def __init__(self) -> None:
         self.heard: list[tuple[str, str]] = []
