@@ -16,7 +16,10 @@ command names and button actions they own. :meth:`Router.handle` parses and vali
 options against the catalogue before any feature runs, so bad input never reaches a feature, let
 alone the provider, and resolves a button's or form's ref within the presser's workspace and
 owner (the one ownership check, :mod:`bot.refs`) before the feature sees it. A command's
-options and a form's values then pass the router's :class:`Screen` (moderation), if it has one.
+options and a form's values then pass the router's :class:`Screen` (moderation), if it has one,
+and so does a press that starts work (its feature's :attr:`Feature.work`): a paid one with no
+values (a banned user is refused), one that sends its job's stored prompt again with that prompt
+(checked as if typed).
 
 **The boundary.** :meth:`Router.handle` turns every failure into one answer to the user
 (ephemeral where the platform allows it): a :class:`UserError`, :class:`CommandError` or refused
@@ -74,13 +77,24 @@ from bot.kernel import (
     validate_options,
 )
 from bot.outbox import Notice, Outbox, WritePolicy
-from bot.refs import Referent, RefKind, RefRefused, Refs, nothing_named
+from bot.refs import (
+    JobReferent,
+    PreviewReferent,
+    Referent,
+    RefKind,
+    RefRefused,
+    Refs,
+    Work,
+    nothing_named,
+)
 from storage import StorageError
 
 log = logging.getLogger(__name__)
 
 ReferentT = TypeVar("ReferentT", contravariant=True)
 
+STORED_PROMPT_KINDS = frozenset({RefKind.JOB, RefKind.PREVIEW})
+"""What the ref of an action that resubmits names: a job, whose stored prompt is screened."""
 CANCEL_GRACE_SECONDS = 5.0
 """How long cancelled events may take to unwind at the end of a drain."""
 LANGUAGE_READ_SECONDS = 5.0
@@ -102,7 +116,8 @@ def storage_cause(error: BaseException) -> StorageError | None:
 
 class Feature(Protocol[ReferentT]):
     """A part of genbot that owns some commands and button actions; ``actions`` says what
-    each action's ref names (the router resolves and checks it, see :mod:`bot.refs`), and
+    each action's ref names (the router resolves and checks it, see :mod:`bot.refs`), ``work``
+    what a press of each starts (the router screens it, see :class:`bot.refs.Work`), and
     ``ReferentT`` is what its handlers are given for those kinds (``JobReferent`` for actions
     of kind ``job``, a union for a feature whose actions name several kinds)."""
 
@@ -111,6 +126,11 @@ class Feature(Protocol[ReferentT]):
     @property
     def actions(self) -> Mapping[str, RefKind]:
         """What each of the feature's button and form actions names in its ref."""
+        ...
+
+    @property
+    def work(self) -> Mapping[str, Work]:
+        """What a press of each of the feature's actions starts (every action says)."""
         ...
 
     async def on_command(self, event: Command, options: Mapping[str, OptionValue]) -> None:
@@ -155,10 +175,13 @@ class Homes(Protocol):
 
 
 class Screen(Protocol):
-    """What checks a command's options (parsed and validated) and a form's values before the
-    feature owning them acts (moderation); it refuses with :class:`UserError`."""
+    """What checks a command's options (parsed and validated), a form's values and a press
+    that starts work (with the stored prompt it sends again, if any) before the feature owning
+    them acts (moderation); it refuses with :class:`UserError`."""
 
-    async def screen(self, event: Command | ModalSubmit, values: Mapping[str, OptionValue]) -> None:
+    async def screen(
+        self, event: Command | ModalSubmit | ButtonPress, values: Mapping[str, OptionValue]
+    ) -> None:
         """Return when ``event`` may go on; raise :class:`UserError` to refuse it."""
         ...
 
@@ -229,6 +252,7 @@ class Router:
         self._intakes: list[Intake] = []
         self._by_command: dict[str, Feature[Any]] = {}
         self._by_action: dict[str, tuple[Feature[Any], RefKind]] = {}
+        self._work: dict[str, Work] = {}
         for feature in features:
             for name in feature.commands:
                 if name not in COMMANDS_BY_NAME:
@@ -237,7 +261,13 @@ class Router:
             for action, kind in feature.actions.items():
                 if kind is not RefKind.NONE and refs is None:
                     raise ValueError(f"action {action!r} names a {kind}: the router needs refs")
+                work = feature.work.get(action)
+                if work is None:
+                    raise ValueError(f"action {action!r} does not say what a press starts")
+                if work is Work.RESUBMIT and kind not in STORED_PROMPT_KINDS:
+                    raise ValueError(f"action {action!r} resubmits, but names no job's prompt")
                 self._by_action[action] = (feature, kind)
+                self._work[action] = work
 
     @property
     def actions(self) -> dict[str, RefKind]:
@@ -408,6 +438,7 @@ class Router:
             await feature.on_command(event, options)
         elif isinstance(event, ButtonPress):
             feature, referent = await self._resolve(event)
+            await self._screen_press(event, referent)
             await feature.on_button(event, referent)
         elif isinstance(event, ModalSubmit):
             feature, referent = await self._resolve(event)
@@ -431,6 +462,17 @@ class Router:
             return feature, nothing_named(event)
         assert self.refs is not None
         return feature, await self.refs.resolve(event, kind)
+
+    async def _screen_press(self, event: ButtonPress, referent: Referent) -> None:
+        """Screen a press that starts work (see :class:`bot.refs.Work`): a resubmitting one
+        with its job's stored prompt, as a command typing it would be."""
+        work = self._work[event.action]
+        if self.screen is None or work is Work.FREE:
+            return
+        values: dict[str, OptionValue] = {}
+        if work is Work.RESUBMIT and isinstance(referent, JobReferent | PreviewReferent):
+            values["prompt"] = referent.job.prompt
+        await self.screen.screen(event, values)
 
     def _options(self, event: Command) -> dict[str, OptionValue]:
         spec = COMMANDS_BY_NAME[event.name]

@@ -45,7 +45,7 @@ from bot.kernel import (
 )
 from bot.outbox import Outbox, Pacer
 from bot.refs import Refs, RefStorage
-from bot.router import Conversations, Feature, Lifecycle, Router
+from bot.router import Conversations, Feature, Lifecycle, Router, Screen
 from genbot.compose import JobEngines, build_job_engines, webhook_receiver
 from genbot.demo import free_port
 from genbot.settings import Settings
@@ -81,6 +81,7 @@ class Parts:
 
 FeatureFactory = Callable[[Parts], Iterable[Feature[Any]]]
 ConversationsFactory = Callable[[Parts], Conversations]
+ScreenFactory = Callable[[Parts], Screen]
 
 
 @dataclass
@@ -181,6 +182,7 @@ async def running_genbot(
     open_channels: Mapping[str, frozenset[str]] | None = None,
     features: FeatureFactory | None = None,
     conversations: ConversationsFactory | None = None,
+    screen: ScreenFactory | None = None,
     services: Sequence[Lifecycle] = (),
     api_url: str | None = None,
     storage_url: str | None = None,
@@ -237,6 +239,7 @@ async def running_genbot(
                 open_channels,
             ),
             languages=languages,
+            screen=screen(parts) if screen is not None else None,
         )
         await core.start()
         stack.push_async_callback(core.stop)

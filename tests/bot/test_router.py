@@ -8,8 +8,10 @@ messages of one conversation run one at a time, and a deadline that passes is to
 from __future__ import annotations
 
 import asyncio
+import re
 from collections.abc import AsyncIterator, Mapping
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import ClassVar
 
 import pytest
@@ -19,6 +21,9 @@ from adapters.web import WebAdapter
 from adapters.web.settings import WebSettings
 from adapters.web.surface import WebSurface
 from bot.api.errors import InvalidRequest
+from bot.features.audit import AuditTrail
+from bot.features.jobs import wording as jobs_wording
+from bot.features.moderation import Moderation
 from bot.kernel import (
     DATABASE_FULL_TEXT,
     DATABASE_UNREACHABLE_TEXT,
@@ -28,6 +33,7 @@ from bot.kernel import (
     Command,
     InboundEvent,
     ModalSubmit,
+    ModerationSettings,
     OptionValue,
     OutMessage,
     Place,
@@ -38,20 +44,25 @@ from bot.kernel import (
     UserMessage,
 )
 from bot.outbox import Outbox
-from bot.refs import Referent, RefKind
+from bot.refs import Referent, RefKind, Work
 from bot.router import Router, answers_refusal
-from storage import StorageError
+from simulator.state import SimulatorConfig
+from storage import ModerationRule, StorageError
 from tests.adapters.web.fakes import history, post
+from tests.bot.features.jobs.support import press, run_command
+from tests.bot.harness import Genbot, Parts, harness
 from tests.fakes.platform import FakePlatform
 from tests.fakes.router import FakeRouter
 
 PLACE = Place("fake", "w", "c")
+MANUAL = SimulatorConfig(time_scale=1.0, clock_start=1_700_000_000)
 ALICE = User("alice")
 
 
 class RecordingFeature:
     commands = frozenset({"imagine", "diffusion.txt2img"})
     actions: ClassVar[Mapping[str, RefKind]] = {"upscale1": RefKind.NONE}
+    work: ClassVar[Mapping[str, Work]] = {"upscale1": Work.PAID}
 
     def __init__(self) -> None:
         self.seen: list[tuple[str, object]] = []
@@ -373,3 +384,95 @@ async def test_every_intake_stops_and_drains_with_the_router(setup: Setup) -> No
     assert await core.drain(5) == 0
     assert feature.seen == [("imagine", {"prompt": "a fox"})]
     assert platform.ephemerals_for("alice") == [RESTARTING_TEXT]
+
+
+def moderated(parts: Parts) -> Moderation:
+    """The real moderation, with no rule but the workspace's (the harness's screen)."""
+    return Moderation(
+        ModerationSettings(), parts.store.moderation, audit=AuditTrail(parts.store.audit, 90)
+    )
+
+
+def untimed(refusal: str) -> str:
+    """A refusal without the clock time its ban ends at (two refusals may straddle a minute)."""
+    return re.sub(r"until [^.\n]*", "until …", refusal)
+
+
+def job_calls(bot: Genbot) -> int:
+    """How many jobs the provider was asked to start."""
+    return sum(1 for r in bot.sim.state.requests_to("/gen/v2/") if not r.path.endswith("fetch"))
+
+
+async def test_a_banned_user_starts_nothing_from_a_button_but_may_cancel(tmp_path: Path) -> None:
+    async with harness(tmp_path, sim_config=MANUAL, screen=moderated) as bot:
+        alice = bot.actor("alice")
+        await alice.command("imagine", prompt="a fox")
+        fox = await bot.latest_job()
+        bot.sim.advance(120)
+        grid = await bot.result(fox.id)
+        await alice.command("imagine", prompt="a hare")
+        hare = await bot.latest_job()
+        await bot.store.moderation.ban("fake", "alice", 30)
+        calls = job_calls(bot)
+
+        for label in ("U1", "🔄", "V2", "🌱 Seed"):
+            await alice.press(grid, label)
+        assert [job.id for job in await bot.all_jobs()] == [fox.id, hare.id], "no job stored"
+        assert job_calls(bot) == calls, "no provider call"
+        refusals = bot.platform.ephemerals_for("alice")
+        assert len(refusals) == 4
+        assert all(text.startswith("genbot takes no prompts from you until") for text in refusals)
+
+        await alice.press(bot.progress(hare), "❌ Cancel")
+        cancelled = await bot.settled(hare.id)
+        assert cancelled.result.get("cancelled"), "a banned user may stop their own spend"
+        assert bot.platform.ephemerals_for("alice")[4:] == [jobs_wording.CANCELLED_NOTE]
+
+
+async def test_a_reroll_is_checked_against_the_rules_in_force_as_if_typed(tmp_path: Path) -> None:
+    async with harness(tmp_path, screen=moderated) as bot:
+        alice, bob = bot.actor("alice"), bot.actor("bob")
+        fox, grid = await run_command(bot, alice, "imagine", prompt="a gory fox")
+        await bot.store.moderation.add_rule("fake", "w1", ModerationRule("gore", "gory"), "root")
+        calls = job_calls(bot)
+
+        await alice.press(grid, "🔄")
+        await bob.command("imagine", prompt="a gory fox")
+
+        assert [job.id for job in await bot.all_jobs()] == [fox.id], "no job stored"
+        assert job_calls(bot) == calls, "no provider call"
+        [rerolled] = bot.platform.ephemerals_for("alice")
+        [typed] = bot.platform.ephemerals_for("bob")
+        assert "**gore**" in rerolled and "a gory fox" in rerolled
+        assert untimed(rerolled) == untimed(typed), "the same refusal as the same prompt typed"
+        assert await bot.store.moderation.banned_until("fake", "alice") is not None
+
+
+async def test_a_user_neither_banned_nor_breaking_a_rule_presses_as_before(
+    tmp_path: Path,
+) -> None:
+    async with harness(tmp_path, screen=moderated) as bot:
+        alice = bot.actor("alice")
+        await bot.store.moderation.ban("fake", "bob", 30)
+        await bot.store.moderation.add_rule("fake", "w1", ModerationRule("gore", "gory"), "root")
+        _, grid = await run_command(bot, alice, "imagine", prompt="a red fox")
+
+        __, upscaled = await press(bot, alice, grid, "U1")
+        await press(bot, alice, grid, "🔄")
+        await press(bot, alice, upscaled, "Vary (Strong)")
+
+        assert bot.platform.ephemerals_for("alice") == []
+
+
+def test_every_action_says_what_a_press_starts() -> None:
+    class Undeclared(RecordingFeature):
+        work: ClassVar[Mapping[str, Work]] = {}
+
+    class ResubmitsNothing(RecordingFeature):
+        work: ClassVar[Mapping[str, Work]] = {"upscale1": Work.RESUBMIT}
+
+    outbox = Outbox(SurfaceRegistry([FakePlatform()]))
+    with pytest.raises(ValueError, match="does not say what a press starts"):
+        Router(outbox, [Undeclared()])
+    with pytest.raises(ValueError, match="names no job's prompt"):
+        Router(outbox, [ResubmitsNothing()])

@@ -12,7 +12,8 @@ into it (what the model would see of it: its name and the pages or lines that fi
 :meth:`Moderation.refused_prompt` the chat tools' check of a prompt the model wrote.
 
 A banned user is refused every command but ``/settings``, ``/usage``, ``/help`` and admin
-commands, every form but the settings form, and every chat message. A text matching a rule surely
+commands, every form but the settings form, every press that starts work (the router screens
+only those: :class:`bot.refs.Work`) and every chat message. A text matching a rule surely
 (:mod:`bot.features.moderation.rules`) is refused and counted as an offence, which bans its
 author for the configured minutes; an unsure match goes to the model check when it is on
 (:class:`Judge`) and passes otherwise. Admins are refused like anyone (so they can try their
@@ -36,6 +37,7 @@ from bot.features.moderation.wording import (
     refusal_text,
 )
 from bot.kernel import (
+    ButtonPress,
     Command,
     ModalSubmit,
     ModerationSettings,
@@ -96,9 +98,12 @@ class Moderation:
         self._global = tuple(global_rules(settings))
         self._compiled: dict[tuple[ModerationRule, ...], RuleSet] = {}
 
-    async def screen(self, event: Command | ModalSubmit, values: Mapping[str, OptionValue]) -> None:
-        """Refuse (:class:`UserError`) a command or form of a banned user, or whose prompt
-        fields break a rule."""
+    async def screen(
+        self, event: Command | ModalSubmit | ButtonPress, values: Mapping[str, OptionValue]
+    ) -> None:
+        """Refuse (:class:`UserError`) a command, form or press that starts work of a banned
+        user, or whose prompt fields (a press: the stored prompt it sends again) break a
+        rule."""
         name = event.name if isinstance(event, Command) else event.action
         if isinstance(event, Command) and name.startswith("admin."):
             return

@@ -125,3 +125,22 @@ async def test_a_describe_prompt_matching_a_rule_is_withheld_with_a_notice(
             line.split(" ", 1)[1] for line in described["text"].splitlines()[1:4]
         ]
         assert labels(described) == [["1", "2", "3", "🔄"], ["Imagine all", "ℹ️"]]
+
+
+async def test_a_banned_user_pressing_u1_is_refused_privately_and_nothing_runs(
+    tmp_path: Path,
+) -> None:
+    async with real_stack(tmp_path) as stack, playground_user(stack.url) as user:
+        view = await user.watch()
+        echo_id = await user.command("/imagine a lighthouse")
+        grid = await view.until(lambda: view.with_buttons(echo_id, "U1"), timeout=20)
+        me = view.messages[echo_id]["author"]["id"]
+        await stack.runtime.store.moderation.ban("web", me, 30)
+        shown = len(view.messages)
+
+        pressed = await user.press(grid, "U1")
+        await view.until(lambda: view.handled(pressed))
+        [refusal] = list(view.messages.values())[shown:]
+        assert refusal["kind"] == "ephemeral"
+        assert refusal["text"].startswith("genbot takes no prompts from you until")
+        assert stack.sim.state.requests_to("/gen/v2/upscale") == [], "no provider call"
