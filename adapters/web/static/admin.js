@@ -111,7 +111,12 @@ function draw(view) {
       [t("category"), t("rule"), ""],
       moderation.rules.map((rule) => [
         rule.category,
-        h("code", {}, rule.entry + (rule.pattern ? t(" (pattern)") : "")),
+        h(
+          "span",
+          {},
+          h("code", {}, rule.entry + (rule.pattern ? t(" (pattern)") : "")),
+          rule.inactive ? h("span", { class: "note", "data-inactive": "" }, " ", t("inactive: {reason}", { reason: rule.inactive })) : "",
+        ),
         h("button", { type: "button", "data-remove": rule.entry, onclick: () => moderate({ action: "remove", entry: rule.entry }) }, t("Remove")),
       ]),
     ),

@@ -15,7 +15,7 @@ from collections.abc import Mapping
 from typing import ClassVar, Final
 
 from bot.features.audit.trail import AuditTrail
-from bot.features.moderation.rules import BadPattern, RuleSet, compile_pattern
+from bot.features.moderation.rules import BadPattern, RuleSet, compile_pattern, pattern_problem
 from bot.features.moderation.screen import global_rules
 from bot.kernel import (
     N_,
@@ -149,6 +149,20 @@ def new_rule(options: Mapping[str, OptionValue], entry: str) -> ModerationRule:
     return rule
 
 
+def _listed(rule: ModerationRule) -> str:
+    if not rule.pattern:
+        return f"• **{rule.category}**: `{rule.entry}`"
+    problem = pattern_problem(rule.entry)
+    if problem:
+        return _(
+            "• **{category}**: `{entry}` (pattern, inactive: {problem})",
+            category=rule.category,
+            entry=rule.entry,
+            problem=problem,
+        )
+    return _("• **{category}**: `{entry}` (pattern)", category=rule.category, entry=rule.entry)
+
+
 class ModerationAdmin:
     """The ``admin.moderation`` command (see the module docstring)."""
 
@@ -254,12 +268,7 @@ class ModerationAdmin:
 
     async def _listing(self, platform: str, workspace: str) -> str:
         own = await self.store.rules(platform, workspace)
-        lines = [
-            _("• **{category}**: `{entry}` (pattern)", category=rule.category, entry=rule.entry)
-            if rule.pattern
-            else f"• **{rule.category}**: `{rule.entry}`"
-            for rule in own
-        ]
+        lines = [_listed(rule) for rule in own]
         configured = global_rules(self.settings)
         categories = sorted({rule.category for rule in configured})
         head = (

@@ -5,13 +5,25 @@ A word rule (a word or a phrase) is **sure** when it stands as whole words in th
 it appears only inside longer words or across a gap (``Scunthorpe``, ``nu de``): the model check
 decides those, when it is on. A pattern rule is a regular expression searched in the folded
 words (sure) and then in the folded text without spaces (unsure).
+
+Patterns run on RE2 (:mod:`re2`), whose matching time grows linearly with the text whatever the
+pattern, so that no rule can hold the event loop (``(a+)+$`` took seconds with :mod:`re` on a
+25-letter prompt, hours on a 35-letter one). RE2 has no backreferences, lookaround, atomic
+groups or possessive quantifiers: such a pattern is refused when it is added, and one stored or
+configured before is left out with a warning in the log (:func:`pattern_problem` says why; the
+admin page and ``/admin moderation list`` show it as inactive). Its ``\\w``, ``\\d``, ``\\s``
+and ``\\b`` are ASCII; ``\\pL`` or ``\\p{Greek}`` name other letters.
 """
 
 from __future__ import annotations
 
+import logging
 import re
-from collections.abc import Iterable
+import warnings
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass
+
+import re2
 
 from bot.features.moderation.folding import Folded, fold, fold_pattern
 from bot.kernel import _
@@ -19,6 +31,14 @@ from storage import ModerationRule
 
 MAX_PATTERN = 200
 """The longest pattern a rule may be (patterns run on every prompt)."""
+
+log = logging.getLogger(__name__)
+
+_OPTIONS = re2.Options()
+_OPTIONS.log_errors = False
+
+Search = Callable[[str], object | None]
+"""A compiled pattern rule's search: the first match in a text, or None."""
 
 
 @dataclass(frozen=True)
@@ -34,15 +54,49 @@ class BadPattern(ValueError):
     """A pattern rule that is not a regular expression genbot runs."""
 
 
-def compile_pattern(entry: str) -> re.Pattern[str]:
-    """``entry`` as a pattern rule, folded like the text it runs on; :class:`BadPattern` when it
-    is too long or not a valid regular expression."""
+def compile_pattern(entry: str) -> Search:
+    """``entry`` as a pattern rule, folded like the text it runs on and compiled by RE2;
+    :class:`BadPattern` when it is too long, not a regular expression, or one RE2 does not run
+    (see the module docstring)."""
     if len(entry) > MAX_PATTERN:
         raise BadPattern(_("a pattern is at most {most} characters", most=MAX_PATTERN))
+    folded = fold_pattern(entry)
     try:
-        return re.compile(fold_pattern(entry))
-    except re.error as error:
-        raise BadPattern(_("not a regular expression: {error}", error=error)) from None
+        search: Search = re2.compile(folded, _OPTIONS).search
+    except re2.error as error:
+        reason = error.args[0].decode() if isinstance(error.args[0], bytes) else str(error)
+        if not _python_regex(folded):
+            raise BadPattern(_("not a regular expression: {error}", error=reason)) from None
+        raise BadPattern(
+            _(
+                "genbot runs patterns on RE2, which takes time in proportion to the text "
+                "whatever the pattern, and so has no backreferences (\\1), lookaround "
+                "((?=…), (?!…), (?<=…), (?<!…)), atomic groups, possessive quantifiers or "
+                "repetitions above {{1000}} (RE2 says: {error})",
+                error=reason,
+            )
+        ) from None
+    return search
+
+
+def _python_regex(pattern: str) -> bool:
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        try:
+            re.compile(pattern)
+        except re.error:
+            return False
+    return True
+
+
+def pattern_problem(entry: str) -> str | None:
+    """Why the pattern rule ``entry`` is inactive (:func:`compile_pattern` refuses it), or None
+    when it runs."""
+    try:
+        compile_pattern(entry)
+    except BadPattern as error:
+        return str(error)
+    return None
 
 
 @dataclass(frozen=True)
@@ -55,12 +109,13 @@ class _Word:
 @dataclass(frozen=True)
 class _Pattern:
     category: str
-    pattern: re.Pattern[str]
+    search: Search
 
 
 class RuleSet:
     """Rules ready to match (word rules folded, patterns compiled); a pattern that does not
-    compile is left out (it was refused when it was added; a configured one at start)."""
+    compile is left out with a warning in the log (one added by an admin was refused then; one
+    configured, or stored before genbot ran patterns on RE2, may be)."""
 
     def __init__(self, rules: Iterable[ModerationRule]) -> None:
         self._words: list[_Word] = []
@@ -69,7 +124,10 @@ class RuleSet:
             if rule.pattern:
                 try:
                     self._patterns.append(_Pattern(rule.category, compile_pattern(rule.entry)))
-                except BadPattern:
+                except BadPattern as error:
+                    log.warning(
+                        "moderation pattern %r (%s) left out: %s", rule.entry, rule.category, error
+                    )
                     continue
                 continue
             folded = fold(rule.entry)
@@ -91,7 +149,7 @@ class RuleSet:
             if word.whole.search(folded.words):
                 return Match(word.category, True)
         for rule in self._patterns:
-            if rule.pattern.search(folded.words):
+            if rule.search(folded.words):
                 return Match(rule.category, True)
         return None
 
@@ -100,6 +158,6 @@ class RuleSet:
             if word.joined in folded.joined:
                 return Match(word.category, False)
         for rule in self._patterns:
-            if rule.pattern.search(folded.joined):
+            if rule.search(folded.joined):
                 return Match(rule.category, False)
         return None

@@ -10,6 +10,7 @@ from typing import Any
 
 import pytest
 
+from storage import ModerationRule
 from tests.adapters.web.test_end_to_end_moderation import become_admin
 from tests.genbot.stack import PlaygroundUser, playground_user, real_stack
 
@@ -102,6 +103,47 @@ async def test_a_ban_and_a_rule_set_on_the_page_are_enforced_and_recorded(tmp_pa
             assert download.headers["Content-Disposition"].endswith('.jsonl"')
             lines = [json.loads(line) for line in (await download.text()).splitlines()]
         assert [line["kind"] for line in lines][:2] == ["moderation.unbanned", "moderation.refused"]
+
+
+@pytest.mark.timeout(90)
+async def test_no_pattern_rule_set_on_the_page_can_stall_genbot(tmp_path: Path) -> None:
+    async with (
+        real_stack(tmp_path, demo=True) as stack,
+        playground_user(stack.url) as admin,
+        playground_user(stack.url) as user,
+    ):
+        await become_admin(stack, admin)
+        backreference = {**WEB, "action": "add", "entry": r"(ab)\1", "pattern": True}
+        status, refused = await answer(admin, "/api/admin/moderation", backreference)
+        assert (
+            status == 400
+            and "That pattern cannot be used: genbot runs patterns on RE2" in (refused["error"])
+        )
+        assert r"no backreferences (\1)" in refused["error"]
+        assert refused["error"].endswith(r"(RE2 says: invalid escape sequence: \1).")
+        nested = {**WEB, "action": "add", "entry": "(a+)+$", "category": "test", "pattern": True}
+        assert (await answer(admin, "/api/admin/moderation", nested))[0] == 200
+        stored_before = ModerationRule("old", r"(x)\1", pattern=True)
+        assert await stack.runtime.store.moderation.add_rule("web", "web", stored_before, "w-1")
+
+        _, shown = await overview(admin)
+        inactive = {rule["entry"]: rule["inactive"] for rule in shown["moderation"]["rules"]}
+        assert inactive["(a+)+$"] is None
+        assert "no backreferences" in inactive[r"(x)\1"]
+        view = await admin.watch()
+        listed = await admin.command("/admin moderation list")
+        await view.until(lambda: view.handled(listed))
+        [listing] = view.after(listed)
+        assert "• **test**: `(a+)+$` (pattern)" in listing["text"]
+        assert (
+            r"• **old**: `(x)\1` (pattern, inactive: genbot runs patterns on RE2"
+            in (listing["text"])
+        )
+
+        users_view = await user.watch()
+        said = await user.command("/imagine " + "a" * 2_000 + "b")
+        await users_view.until(lambda: users_view.handled(said))
+        assert not any("**test**" in m["text"] for m in users_view.after(said))
 
 
 async def test_a_cross_site_change_is_refused_and_changes_nothing(tmp_path: Path) -> None:

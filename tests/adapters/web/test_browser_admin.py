@@ -1,7 +1,8 @@
 """The admin page in Chromium (issue 30's done-when): a ban set there is enforced in Slack, and
 the page's audit log shows it and the refusal it caused. One genbot runs the playground and the
 Slack adapter (on the fake Slack, through the real slack-bolt) on one database; a second
-browser, not an admin, is refused the page."""
+browser, not an admin, is refused the page. A stored pattern rule RE2 does not run is shown as
+inactive, with the reason."""
 
 from __future__ import annotations
 
@@ -17,6 +18,7 @@ from adapters.web.settings import WebSettings
 from genbot.runtime import running
 from simulator.server import RunningSimulator, serve
 from simulator.state import SimulatorConfig
+from storage import ModerationRule
 from tests.adapters.slack.end_to_end import JOB_TIME_SCALE, WAIT, budgeted_fake, genbot_settings
 from tests.adapters.web.browser import WAIT_MS, user
 from tests.fakes.slack import FakeSlack
@@ -50,6 +52,8 @@ async def test_a_ban_set_on_the_admin_page_is_enforced_in_slack_and_logged(
         assert isinstance(slack, SlackAdapter) and slack.events_url is not None
         admin_url = runtime.web_admin_url
         assert admin_url is not None
+        stored_before = ModerationRule("old", r"(x)\1", pattern=True)
+        assert await runtime.store.moderation.add_rule("slack", fake.team_id, stored_before, "U0")
         page = admin.page
         await page.goto(admin_url)
         await expect(page.locator("#admin-link")).to_be_visible(timeout=WAIT_MS)
@@ -65,6 +69,8 @@ async def test_a_ban_set_on_the_admin_page_is_enforced_in_slack_and_logged(
         await expect(page.locator("#cluster")).to_contain_text("live")
         await expect(page.locator("#keys tbody tr")).to_contain_text("default")
         await expect(page.locator("#tiers tbody tr")).to_contain_text("default (everyone else)")
+        inactive = page.locator("#moderation [data-inactive]")
+        await expect(inactive).to_contain_text("inactive: genbot runs patterns on RE2")
 
         await page.fill("#ban-form input[name=entry]", "U1")
         await page.fill("#ban-form input[name=minutes]", "30")

@@ -37,6 +37,8 @@ def test_a_new_rule_and_what_is_refused() -> None:
         ({}, "", "Say what to add"),
         ({}, "...", "no letters or digits"),
         ({"pattern": True}, "(x", "cannot be used"),
+        ({"pattern": True}, r"(x)\1", r"cannot be used: genbot runs patterns on RE2.*no backref"),
+        ({"pattern": True}, r"x(?!y)", r"cannot be used: .*lookaround.*RE2 says: .*\(\?!"),
         ({"category": "c" * 41}, "x", "at most"),
     ]
     for options, entry, said in refused:

@@ -2,10 +2,12 @@
 
 from __future__ import annotations
 
+import logging
+
 import pytest
 
 from bot.features.moderation import BadPattern, Match, RuleSet
-from bot.features.moderation.rules import MAX_PATTERN, compile_pattern
+from bot.features.moderation.rules import MAX_PATTERN, compile_pattern, pattern_problem
 from storage import ModerationRule
 
 RULES = RuleSet(
@@ -58,3 +60,57 @@ def test_a_pattern_that_cannot_run_is_refused() -> None:
         compile_pattern("(unclosed")
     with pytest.raises(BadPattern, match=f"at most {MAX_PATTERN}"):
         compile_pattern("a" * (MAX_PATTERN + 1))
+
+
+ADVERSARIAL = "a" * 10_000 + "b"
+"""Against ``(a+)+$``, backtracking tries every way to split the run of ``a``: :mod:`re` took
+0.3 s for 22 of them, about four times as long for each two more — years for 40, never ending
+for these."""
+
+
+@pytest.mark.timeout(60)
+def test_a_pattern_that_backtracks_exponentially_finishes_on_a_long_text() -> None:
+    rules = RuleSet([ModerationRule("test", "(a+)+$", pattern=True)])
+    assert rules.match(ADVERSARIAL) is None
+    assert rules.match(f"x {ADVERSARIAL} " * 3) is None
+    assert rules.match("a" * 10_000) == Match("test", False), "the words end in a space"
+    assert rules.match("baaa") == Match("test", False)
+
+
+@pytest.mark.parametrize(
+    ("pattern", "said"),
+    [
+        (r"(ab)\1", r"invalid escape sequence: \1"),
+        (r"nude(?=s)", "invalid perl operator: (?="),
+        (r"(?<!a)b", "invalid perl operator: (?<!"),
+        (r"a*+", "bad repetition operator: *+"),
+        (r"(?>a)", "invalid perl operator: (?>"),
+        (r"a{2000}", "invalid repetition size: {2000}"),
+    ],
+)
+def test_a_pattern_rule_needing_backtracking_is_refused_saying_why(pattern: str, said: str) -> None:
+    with pytest.raises(BadPattern) as refused:
+        compile_pattern(pattern)
+    why = str(refused.value)
+    assert "RE2" in why and "backreferences" in why and "lookaround" in why
+    assert why.endswith(f"(RE2 says: {said})")
+    assert pattern_problem(pattern) == why
+
+
+def test_a_stored_pattern_that_cannot_run_is_left_out_with_a_warning(
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    with caplog.at_level(logging.WARNING, "bot.features.moderation.rules"):
+        rules = RuleSet(
+            [
+                ModerationRule("old", r"(x)\1", pattern=True),
+                ModerationRule("gore", r"gor+e", pattern=True),
+            ]
+        )
+    assert rules.match("xx gorre") == Match("gore", True)
+    assert rules.match("xx") is None
+    [warning] = caplog.records
+    assert warning.getMessage().startswith("moderation pattern '(x)\\\\1' (old) left out: ")
+    assert "backreferences" in warning.getMessage()
+    assert pattern_problem(r"gor+e") is None
+
