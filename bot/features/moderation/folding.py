@@ -65,10 +65,20 @@ def fold_letters(text: str) -> str:
 _LETTERS_ONLY: Final = str.maketrans({k: v for k, v in LOOK_ALIKES.items() if k.isalpha()})
 
 
+_ESCAPE: Final = re.compile(r"\\(?:[pP](?:\{[^}]*\}|.)|.)", re.DOTALL)
+
+
 def fold_pattern(pattern: str) -> str:
     """A pattern rule folded to match folded text: NFKC, case folded, its look-alike letters
-    replaced (digits and symbols stay: they are the expression's own syntax)."""
-    return unicodedata.normalize("NFKC", pattern).casefold().translate(_LETTERS_ONLY)
+    replaced (digits and symbols stay: they are the expression's own syntax, and so do its
+    escapes: ``\\W`` is not ``\\w``, ``\\p{Greek}`` names a script)."""
+    normal = unicodedata.normalize("NFKC", pattern)
+    pieces: list[str] = []
+    start = 0
+    for escape in _ESCAPE.finditer(normal):
+        pieces += [normal[start : escape.start()].casefold().translate(_LETTERS_ONLY), escape[0]]
+        start = escape.end()
+    return "".join([*pieces, normal[start:].casefold().translate(_LETTERS_ONLY)])
 
 
 def _words(token: str) -> list[str]:

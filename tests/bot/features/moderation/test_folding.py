@@ -33,3 +33,6 @@ def test_what_folding_reads(typed: str, words: str) -> None:
 
 def test_a_pattern_folds_its_letters_but_keeps_its_syntax() -> None:
     assert fold_pattern(r"K(I|L)LL$\d{2}") == r"k(i|i)ii$\d{2}"
+    assert fold_pattern(r"K\W\S\D\B\pL\PL\p{Greek}\P{Lu}\.L\\L") == (
+        r"k\W\S\D\B\pL\PL\p{Greek}\P{Lu}\.i\\i"
+    )

@@ -114,3 +114,15 @@ def test_a_stored_pattern_that_cannot_run_is_left_out_with_a_warning(
     assert "backreferences" in warning.getMessage()
     assert pattern_problem(r"gor+e") is None
 
+
+def test_a_patterns_escapes_keep_their_case() -> None:
+    rules = RuleSet(
+        [
+            ModerationRule("stuck", r"glued\S", pattern=True),
+            ModerationRule("greek", r"\p{Greek}{3}", pattern=True),
+        ]
+    )
+    assert rules.match("gluedx") == Match("stuck", True)
+    assert rules.match("glued fox") == Match("stuck", False), "only without the spaces"
+    assert rules.match("ψξζ") == Match("greek", True)
+    assert rules.match("logos") is None
