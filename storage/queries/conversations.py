@@ -69,6 +69,10 @@ SQL_HISTORY_FROM: Final = (
     "SELECT * FROM messages WHERE conversation_id = ? AND id >= ? AND branch IS NULL ORDER BY id"
 )
 SQL_TURN: Final = "SELECT * FROM messages WHERE id = ? AND conversation_id = ?"
+SQL_STREAMING: Final = (
+    "SELECT id, conversation_id FROM messages WHERE state = 'streaming' ORDER BY id LIMIT ?"
+)
+"""Answers being streamed, through ``messages_streaming`` (its predicate spelled out)."""
 SQL_TURN_LINKS: Final = (
     "SELECT chat_message_id, message_id FROM conversation_links WHERE chat_message_id = ?"
     " ORDER BY id"
@@ -232,6 +236,11 @@ class ConversationStore:
         links = await self.db.fetch_all(SQL_TURN_LINKS, (message_id,))
         return messages_with_links([row], links)[0]
 
+    async def streaming_answers(self, limit: int) -> list[tuple[int, int]]:
+        """The oldest ``limit`` answers stored as ``streaming``, as (conversation, turn)."""
+        rows = await self.db.fetch_all(SQL_STREAMING, (limit,))
+        return [(int(row["conversation_id"]), int(row["id"])) for row in rows]
+
     async def delete_message(self, message_id: int) -> bool:
         """Delete one turn; False if there was none."""
         return await self.db.execute("DELETE FROM messages WHERE id = ?", (message_id,)) == 1
@@ -273,7 +282,9 @@ class ConversationLocks:
     db: Database
 
     @asynccontextmanager
-    async def conversation_lock(self, conversation_id: int) -> AsyncIterator[None]:
+    async def conversation_lock(
+        self, conversation_id: int, *, wait: float = LOCK_WAIT_SECONDS
+    ) -> AsyncIterator[None]:
         """Held while a turn of the conversation is stored and answered: processes that take
         it for the same conversation get it one after the other, in the order they asked
         (PostgreSQL advisory lock; released if the holder's process dies). Raises
@@ -288,9 +299,9 @@ class ConversationLocks:
         the first turn ends. Aborting the turn would throw away an answer that is almost
         always fine; taking the lock again could stall a streaming answer behind the next
         turn. Within one process, turns of one conversation are serialized anyway
-        (:mod:`adapters.runner`)."""
+        (:mod:`adapters.runner`). ``wait`` bounds the wait for it."""
         key = f"genbot.conversation.{conversation_id}"
-        async with self.db.lock(key, wait=LOCK_WAIT_SECONDS, name="a conversation lock"):
+        async with self.db.lock(key, wait=wait, name="a conversation lock"):
             yield
 
 

@@ -7,7 +7,7 @@ from typing import Any, Literal
 
 ChatRole = Literal["system", "user", "assistant", "function"]
 ConversationKind = Literal["dm", "thread", "reply_chain"]
-AnswerState = Literal["stopped", "replaced"]
+AnswerState = Literal["stopped", "replaced", "streaming", "interrupted"]
 
 
 @dataclass(frozen=True)
@@ -66,8 +66,10 @@ class ChatMessage:
     platform_message_ids: tuple[str, ...]
     created_at: float
     state: AnswerState | None = None
-    """An answer's state: ``stopped`` (the user stopped it; its text is what was shown),
-    ``replaced`` (regenerated: kept, shown, out of the history); None otherwise."""
+    """An answer's state: ``streaming`` (posted and being written; its text is what was shown
+    last), ``interrupted`` (its process ended while it streamed; its text is what was shown),
+    ``stopped`` (the user stopped it; its text is what was shown), ``replaced`` (regenerated:
+    kept, shown, out of the history); None otherwise."""
     model: str | None = None
     """The model that wrote an answer."""
     asked_by: str | None = None

@@ -456,5 +456,11 @@ MIGRATIONS: Final[Sequence[Migration]] = (
             "DROP INDEX jobs_by_lease_expiry",
         ),
     ),
+    Migration(
+        31,
+        "the answers being streamed (messages.state 'streaming'), which a process that outlives"
+        " the one streaming them settles",
+        both=("CREATE INDEX messages_streaming ON messages (id) WHERE state = 'streaming'",),
+    ),
 )
 LATEST_VERSION: Final = MIGRATIONS[-1].version
