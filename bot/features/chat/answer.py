@@ -3,9 +3,11 @@ calls, store every turn with its platform messages, and record token usage.
 
 Nothing is posted before the row that makes it recoverable is committed: the reply's assistant
 turn is stored (empty) before its first message is posted, and every message is linked to it
-as soon as it is posted (with the text so far), so a reply to a partly posted answer — after a
-failure, a cancellation or a restart — still finds its conversation. The final text replaces
-the partial one at the end.
+as soon as it is posted, so a reply to a partly posted answer — after a failure, a cancellation
+or a restart — still finds its conversation. The text the messages show is stored at every
+write (the turn ``streaming``); the final text replaces it at the end. An answer whose process
+ended before that is settled by a process that outlives it
+(:mod:`bot.features.chat.interrupted`).
 
 One round is one streamed request, or one whole request when streaming is off for the
 channel (``[chat] stream``, ``/settings stream``; non-streamed calls go through ``[api]
@@ -385,8 +387,8 @@ class Answerer:
         stop: Callable[[], None] | None = None,
     ) -> tuple[RenderResult, int]:
         """Render the reply with its turn stored first: each posted message is linked to the
-        turn as soon as it is posted, the text so far stored with it, the final text at the
-        end. A reply that never got posted leaves no turn behind. A streamed reply (``stop``
+        turn as soon as it is posted, the text shown stored at each write, the final text at
+        the end. A reply that never got posted leaves no turn behind. A streamed reply (``stop``
         ends it) carries ⏹ Stop while it streams; every reply its controls once complete
         (:mod:`bot.features.chat.controls`)."""
         if self.moderation is not None:
@@ -401,7 +403,8 @@ class Answerer:
             origin=target.origin,
             final_timeout=self.final_timeout,
             interrupt_errors=(ApiError,),
-            on_posted=lambda ref: reply.posted(ref, renderer.result.reply),
+            on_posted=reply.posted,
+            on_shown=reply.shown,
             recipient=user,
             live_buttons=live,
             final_buttons=final_buttons(conversation_id, reply.turn_id),

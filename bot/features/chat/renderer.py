@@ -157,9 +157,10 @@ class StreamRenderer:
     ``interrupt_errors`` are the exceptions from the delta stream that mean "the stream broke"
     (the reply is marked incomplete and returned); others propagate. ``on_posted`` is awaited
     with each new message right after it is posted, before anything else is written (callers
-    link it to what makes it recoverable); its errors propagate. ``recipient`` is the user
-    being answered (a natively streamed message is addressed to them). The message that shows
-    the end of the answer carries ``live_buttons`` while it streams (⏹ Stop) and
+    link it to what makes it recoverable), then ``on_shown`` after every write with the part of
+    the reply the messages show (callers store it); their errors propagate. ``recipient`` is
+    the user being answered (a natively streamed message is addressed to them). The message
+    that shows the end of the answer carries ``live_buttons`` while it streams (⏹ Stop) and
     ``final_buttons`` once the answer is complete (posted and edited messages; a natively
     streamed one carries none).
     """
@@ -176,6 +177,7 @@ class StreamRenderer:
         marker: str = MARKER,
         interrupt_errors: tuple[type[Exception], ...] = (Exception,),
         on_posted: Callable[[MessageRef], Awaitable[None]] | None = None,
+        on_shown: Callable[[str], Awaitable[None]] | None = None,
         recipient: User | None = None,
         live_buttons: ButtonRows = (),
         final_buttons: ButtonRows = (),
@@ -193,6 +195,7 @@ class StreamRenderer:
         self.marker = marker
         self.interrupt_errors = interrupt_errors
         self.on_posted = on_posted
+        self.on_shown = on_shown
         self.result = RenderResult()
         self._deltas: TextDeltas
         self._unread_since: float | None = None
@@ -590,3 +593,5 @@ class StreamRenderer:
         self._demand.current = self._demand_now()
         if op.send and self.on_posted is not None:
             await self.on_posted(self.result.messages[-1])
+        if self.on_shown is not None:
+            await self.on_shown(self.result.reply[: self._shown_upto])

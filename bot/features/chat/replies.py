@@ -11,7 +11,7 @@ from bot.features.chat.tokens import count_message
 from bot.features.provider_waits import about
 from bot.kernel import MessageRef, OutMessage, _
 from bot.outbox import Edit, Outbox, Post, WritePolicy
-from storage import UNSET, ConversationStore
+from storage import ConversationStore
 
 log = logging.getLogger(__name__)
 
@@ -60,6 +60,7 @@ class StoredReply:
         self.store = store
         self.target = target
         self.turn_id = 0
+        self._stored: str | None = None
 
     async def begin(self, model: str, asked_by: str) -> None:
         """Store the (empty) turn of the answer ``model`` writes for ``asked_by``."""
@@ -72,33 +73,45 @@ class StoredReply:
             asked_by=asked_by,
         )
 
-    async def posted(self, ref: MessageRef, text_so_far: str) -> None:
+    async def posted(self, ref: MessageRef) -> None:
+        """Link the answer's new message ``ref`` to its turn."""
         await self.store.link_conversation_messages(
             self.target.conversation.id,
             [ref.message_id],
             chat_message_id=self.turn_id,
             channel_id=self.target.place.channel_id,
         )
-        await self.finish(text_so_far)
+
+    async def shown(self, text: str) -> None:
+        """The answer's messages now show ``text``: store it as the turn, still ``streaming``
+        (one write per platform write, which the stream renderer makes at most at the
+        platform's pace; none when the text did not change). Its token count is left for
+        :meth:`finish` (or for settling it, :mod:`bot.features.chat.interrupted`)."""
+        if text == self._stored:
+            return
+        await self.store.update_message(self.turn_id, content=text, state="streaming")
+        self._stored = text
 
     async def finish(self, content: str, *, stopped: bool = False) -> None:
-        """The answer's text now (``stopped``: the user stopped it there)."""
+        """The answer's text now (``stopped``: the user stopped it there); it no longer streams."""
         await self.store.update_message(
             self.turn_id,
             content=content,
             token_count=reply_tokens(content),
-            state="stopped" if stopped else UNSET,
+            state="stopped" if stopped else None,
         )
+        self._stored = content
 
     async def abandon(self, partial: RenderResult) -> None:
-        """The rendering failed: keep what was posted, forget a turn nothing shows."""
+        """The rendering failed or was cancelled: a turn nothing shows is forgotten; one that
+        was posted keeps the text shown, still ``streaming``, for a process to settle it (mark
+        it interrupted, :mod:`bot.features.chat.interrupted`)."""
+        if partial.messages:
+            return
         try:
-            if partial.messages:
-                await self.finish(partial.reply)
-            else:
-                await self.store.delete_message(self.turn_id)
+            await self.store.delete_message(self.turn_id)
         except Exception:
-            log.exception("could not record the unfinished reply %s", self.turn_id)
+            log.exception("could not forget the unposted reply %s", self.turn_id)
 
 
 def reply_tokens(content: str) -> int:
