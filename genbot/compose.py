@@ -30,6 +30,7 @@ from bot.features.chat.caps import ChatCaps
 from bot.features.chat.controls import AnswerControls
 from bot.features.chat.documents import DocumentLimits
 from bot.features.chat.engine import ChatStorage
+from bot.features.chat.interrupted import InterruptedAnswers
 from bot.features.chat.stops import StopRequests
 from bot.features.chat.tools import ChatImageTools
 from bot.features.console import Console, ConsoleStorage
@@ -535,6 +536,13 @@ def build_core(
                 uploads=jobs.media_host,
             ),
             stops,
+            InterruptedAnswers(
+                store.conversations,
+                store.conversation_locks,
+                store.settings,
+                outbox,
+                chat.turn_lock,
+            ),
         ],
         plan=settings.api.plan,
         home=home,

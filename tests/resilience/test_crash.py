@@ -1,21 +1,26 @@
 """Crash (issue 8, item 5): ``genbot run`` with the web playground, ``kill -9`` at seeded random
 moments with jobs in flight, restarted on the same database, then left to finish: every job the
-provider accepted has its result posted exactly once, and buttons on results posted before a
-crash still work after it. The scenario and how posts are counted: :mod:`tests.resilience.crash`.
+provider accepted has its result posted exactly once, buttons on results posted before a crash
+still work after it, and an answer streaming at a kill is settled by the next process (marked
+interrupted, its cursor and ⏹ Stop gone, the text stored as the text shown). The scenario and
+how posts are counted: :mod:`tests.resilience.crash`.
 """
 
 from __future__ import annotations
 
+import asyncio
 import socket
+import sqlite3
 from pathlib import Path
 
 import pytest
 
+from bot.features.chat.renderer import MARKER
 from bot.kernel import Sealer
 from simulator.server import serve
 from storage import IN_FLIGHT_STATUSES, UNFINISHED_STATUSES
 from tests.resilience.crash import Crashes, crash_scenario
-from tests.resilience.process import custom_id, job_of, read_database
+from tests.resilience.process import Message, Playground, custom_id, job_of, read_database
 from tests.resilience.support import API_KEY, leaked_secrets, sim_config
 
 KILL_SEED = 8
@@ -23,6 +28,8 @@ JOBS = 24
 KILLS = 3
 TIME_SCALE = 0.03
 """A relax grid takes 70 simulated seconds: about two real seconds here."""
+SLOW_STREAM = 5.0
+"""The simulator's time scale for a streamed answer: a word every 0.1 s."""
 
 
 @pytest.mark.slow
@@ -91,3 +98,71 @@ async def test_a_restart_that_finds_the_webhook_port_taken_fails_with_what_it_wr
             with pytest.raises(AssertionError, match=f"run2 found webhook port {port} "):
                 async with crashes.run():
                     pass
+
+
+def streaming_answer(browser: Playground) -> Message | None:
+    """The model's answer while it streams (its cursor shown) past its twentieth word."""
+    for message in browser.messages.values():
+        text = str(message["text"])
+        if message["kind"] == "bot" and text.endswith(MARKER) and "fox20 " in text:
+            return message
+    return None
+
+
+NOTE = "_(interrupted: genbot stopped while writing this answer)_"
+
+
+def settled_answer(browser: Playground, message_id: str) -> Message | None:
+    """The answer once it shows it was interrupted."""
+    message = browser.messages.get(message_id)
+    return message if message is not None and NOTE in message["text"] else None
+
+
+def stored_while_streaming(db_path: Path) -> bool:
+    """Whether the answer's turn is stored ``streaming`` with more than its first words (checked
+    at each change the browser sees: the answer goes on streaming)."""
+    turn = stored_answer(db_path)
+    return turn is not None and turn["state"] == "streaming" and "fox20 " in str(turn["content"])
+
+
+def stored_answer(db_path: Path) -> sqlite3.Row | None:
+    rows = read_database(db_path, "SELECT * FROM messages WHERE role = 'assistant'")
+    return rows[-1] if rows else None
+
+
+async def stored_interrupted(db_path: Path) -> sqlite3.Row:
+    """The answer's turn once the process that settled it stored it (polled: it is written by
+    another process, right after its message is edited)."""
+    async with asyncio.timeout(20.0):
+        while True:
+            turn = stored_answer(db_path)
+            if turn is not None and turn["state"] == "interrupted":
+                return turn
+            await asyncio.sleep(0.05)
+
+
+async def test_an_answer_streaming_at_a_kill_9_is_settled_by_the_next_process(
+    tmp_path: Path,
+) -> None:
+    words = " ".join(f"fox{number}" for number in range(200))
+    async with serve(sim_config(time_scale=SLOW_STREAM)) as sim:
+        crashes = Crashes(sim, tmp_path)
+        async with crashes.run() as (_, browser):
+            await browser.command(f"/chat echo: {words}")
+            live = await browser.until(lambda: streaming_answer(browser), 20.0, "the answer")
+            await browser.until(
+                lambda: stored_while_streaming(crashes.db_path), 20.0, "the text shown stored"
+            )
+        shown_at_kill = str(crashes.shown[-1][live["id"]]["text"]).removesuffix(MARKER)
+        assert "fox199" not in shown_at_kill
+
+        async with crashes.run() as (_, browser):
+            settled = await browser.until(
+                lambda: settled_answer(browser, live["id"]), 20.0, "the answer settled"
+            )
+            turn = await stored_interrupted(crashes.db_path)
+        assert settled["text"].endswith(f"\n\n{NOTE}") and MARKER not in settled["text"]
+        assert shown_at_kill.startswith(settled["text"].removesuffix(NOTE).rstrip())
+        labels = [button["label"] for row in settled["buttons"] for button in row]
+        assert labels == ["🔁", "👍", "👎"]
+        assert (turn["state"], turn["content"]) == ("interrupted", settled["text"])

@@ -488,6 +488,11 @@ class ChatEngine:
         ):
             yield
 
+    def turn_lock(self, conversation_id: int) -> asyncio.Lock:
+        """The lock this process holds while it answers the conversation (held by whoever
+        settles an answer of it left streaming, :mod:`bot.features.chat.interrupted`)."""
+        return self._lock(conversation_id)
+
     def _lock(self, conversation_id: int) -> asyncio.Lock:
         lock = self._locks.get(conversation_id)
         if lock is None:

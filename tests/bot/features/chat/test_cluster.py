@@ -1,24 +1,34 @@
 """genbot processes on one PostgreSQL database: two receiving messages of one conversation
 answer each turn once and in the order they asked for the conversation; three streaming answers
 into one channel together stay within its write limit (the platform answers no 429); ⏹ Stop
-pressed on a process that does not stream the answer stops it on the one that does."""
+pressed on a process that does not stream the answer stops it on the one that does; an answer
+one process streams is settled by another only once the first is gone."""
 
 from __future__ import annotations
 
 import asyncio
+import contextlib
 from pathlib import Path
 from typing import Any
 
 from bot.features.chat import ChatEngine
-from bot.features.chat.controls import STOP_LABEL, AnswerControls
+from bot.features.chat.controls import (
+    BAD_LABEL,
+    GOOD_LABEL,
+    REGENERATE_LABEL,
+    STOP_LABEL,
+    AnswerControls,
+)
 from bot.features.chat.engine import ChatStorage
-from bot.features.chat.renderer import STOPPED_NOTE
+from bot.features.chat.interrupted import INTERRUPTED_NOTE, InterruptedAnswers
+from bot.features.chat.renderer import MARKER, STOPPED_NOTE
 from bot.features.chat.stops import StopRequests
 from bot.kernel import Event, MessageRef, OutMessage, Place, PlatformProfile, User
 from bot.router import Feature
 from simulator.server import serve
 from storage import ConversationKey
 from tests.bot.features.chat.support import ALICE, CHANNEL, DM, ROOMY, sim_config
+from tests.bot.features.chat.test_interrupted import HeldEdits
 from tests.bot.harness import Parts, running_genbot
 from tests.fakes.platform import Actor, FakePlatform, PostedMessage
 from tests.postgres import PostgresCluster
@@ -196,3 +206,51 @@ async def test_stop_pressed_on_another_process_stops_the_answer_where_it_streams
         finally:
             for requests in stops:
                 await requests.stop()
+
+
+async def test_an_answer_is_settled_by_another_process_once_its_own_ended(
+    postgres: PostgresCluster, tmp_path: Path
+) -> None:
+    """The second process leaves the first's streaming answer alone (the first holds the
+    conversation's lock), and settles it once the first is gone (its turn cancelled: the lock
+    released, the answer left ``streaming``)."""
+    platform = HeldEdits(hold_from=3)
+    on_postgres: dict[str, Any] = {
+        "platform": platform,
+        "storage_url": postgres.create_database(),
+        "conversations": chat_engine,
+    }
+    async with (
+        serve(sim_config(time_scale=5.0)) as sim,
+        running_genbot(sim, tmp_path / "a.db", **on_postgres) as first,
+        running_genbot(sim, tmp_path / "b.db", **on_postgres) as second,
+        asyncio.timeout(60),
+    ):
+        platform.hold = True
+        words = " ".join(f"fox{number}" for number in range(200))
+        asking = asyncio.create_task(Actor(first.core, platform, ALICE, DM).say(f"echo: {words}"))
+        await platform.holding.wait()
+        [live] = platform.in_place(DM)
+        shown = live.text.removesuffix(MARKER)
+        store = second.store
+        other = InterruptedAnswers(
+            store.conversations,
+            store.conversation_locks,
+            store.settings,
+            second.parts.outbox,
+            chat_engine(second.parts).turn_lock,
+        )
+        assert await other.sweep() == 0
+        assert len(live.history) == 3 and [b.label for b in live.buttons] == [STOP_LABEL]
+
+        asking.cancel()
+        with contextlib.suppress(asyncio.CancelledError):
+            await asking
+        platform.hold = False
+        assert await other.sweep() == 1
+        assert live.text == f"{shown}\n\n{INTERRUPTED_NOTE}"
+        assert [b.label for b in live.buttons] == [REGENERATE_LABEL, GOOD_LABEL, BAD_LABEL]
+        [turn] = [
+            t for t in await conversation_history(store.conversations, 1) if t.role == "assistant"
+        ]
+        assert (turn.state, turn.content) == ("interrupted", live.text)

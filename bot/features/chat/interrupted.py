@@ -1,0 +1,204 @@
+"""Answers left streaming by a process that ended (killed, or stopped mid-answer): settled by
+the next process that can, at its start and then every ``every`` seconds.
+
+An answer's turn is stored ``streaming`` from its first message on, with the text its messages
+show, rewritten at each platform write (:class:`bot.features.chat.replies.StoredReply`); the end
+of the answer clears the state. Settling one left ``streaming`` edits its last message to the
+text stored with an _(interrupted)_ note, without ⏹ Stop and with the controls of a complete
+answer (🔁, 👍, 👎), and stores that same text as the turn (state ``interrupted``): the history
+the model reads next is what the user sees.
+
+Answers carry no owner. Whether one still has a live writer is read from the locks its turn
+holds while it streams: the chat engine's lock of the conversation in its own process, and the
+conversation's lock across processes (:class:`storage.ConversationLocks`, a PostgreSQL session
+advisory lock, which the server drops when the holder's connection goes with its process). An
+answer stored ``streaming`` whose conversation this process is not answering and whose
+conversation lock it can take at once has nobody to finish it. On SQLite one process owns the
+database: the engine's lock alone says it. A conversation busy elsewhere is left for the next
+sweep: the answer streams there, or that process answers a newer turn and the answer is settled
+once it is done.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+from collections.abc import Callable
+
+from bot.features.chat.controls import final_buttons
+from bot.features.chat.renderer import MARKER
+from bot.features.chat.replies import reply_tokens
+from bot.kernel import (
+    DEFAULT_LANGUAGE,
+    FENCE,
+    LANGUAGES,
+    N_,
+    MessageRef,
+    OutMessage,
+    Place,
+    SurfaceError,
+    _,
+    speaking,
+    split_chunks,
+)
+from bot.outbox import Edit, Outbox, Post, WritePolicy
+from storage import (
+    ChatMessage,
+    Conversation,
+    ConversationLocks,
+    ConversationStore,
+    SettingsReader,
+    StorageError,
+)
+
+log = logging.getLogger(__name__)
+
+# Translators: under an answer left unfinished because the genbot process writing it stopped.
+INTERRUPTED_NOTE = N_("_(interrupted: genbot stopped while writing this answer)_")
+SWEEP_SECONDS = 60.0
+"""How often a process looks for answers another process left streaming."""
+BUSY_WAIT_SECONDS = 1.0
+"""How long a sweep waits for a conversation's lock before leaving it for the next."""
+BATCH = 100
+"""The most answers one sweep settles."""
+
+
+def place_of(conversation: Conversation) -> Place:
+    """Where ``conversation``'s answers are posted."""
+    thread = conversation.thread_key if conversation.kind != "dm" else ""
+    return Place(
+        conversation.platform,
+        conversation.workspace_id,
+        conversation.channel_id,
+        thread or None,
+        is_dm=conversation.kind == "dm",
+    )
+
+
+class InterruptedAnswers:
+    """Settles the answers left streaming (see the module docstring); a service, started and
+    stopped with the router. ``turn_lock`` is the chat engine's lock of a conversation's turns
+    in this process."""
+
+    def __init__(
+        self,
+        conversations: ConversationStore,
+        locks: ConversationLocks,
+        settings: SettingsReader,
+        outbox: Outbox,
+        turn_lock: Callable[[int], asyncio.Lock],
+        *,
+        every: float = SWEEP_SECONDS,
+    ) -> None:
+        self.conversations = conversations
+        self.locks = locks
+        self.settings = settings
+        self.outbox = outbox
+        self.turn_lock = turn_lock
+        self.every = every
+        self.settled = 0
+        """How many answers this process settled."""
+        self._task: asyncio.Task[None] | None = None
+
+    async def start(self) -> None:
+        """Settle what is left now (in the background), then every ``every`` seconds."""
+        if self._task is None:
+            self._task = asyncio.create_task(self._sweeping(), name="genbot-chat-interrupted")
+
+    async def stop(self) -> None:
+        """Stop sweeping."""
+        task, self._task = self._task, None
+        if task is not None:
+            task.cancel()
+            await asyncio.gather(task, return_exceptions=True)
+
+    async def sweep(self) -> int:
+        """Settle the answers nobody streams any more; how many were settled."""
+        settled = 0
+        for conversation_id, turn_id in await self.conversations.streaming_answers(BATCH):
+            lock = self.turn_lock(conversation_id)
+            if lock.locked():
+                continue
+            async with lock:
+                try:
+                    async with self.locks.conversation_lock(
+                        conversation_id, wait=BUSY_WAIT_SECONDS
+                    ):
+                        settled += await self._settle(conversation_id, turn_id)
+                except StorageError as error:
+                    log.info("left the answer of turn %d streaming for now: %s", turn_id, error)
+        self.settled += settled
+        return settled
+
+    async def _sweeping(self) -> None:
+        while True:
+            try:
+                if settled := await self.sweep():
+                    log.info("settled %d answer(s) left streaming by a process that ended", settled)
+            except Exception:
+                log.exception("settling the answers left streaming failed")
+            await asyncio.sleep(self.every)
+
+    async def _settle(self, conversation_id: int, turn_id: int) -> int:
+        turn = await self.conversations.get_turn(conversation_id, turn_id)
+        conversation = await self.conversations.get_conversation(conversation_id)
+        if turn is None or conversation is None or turn.state != "streaming":
+            return 0
+        place = place_of(conversation)
+        shown = (turn.content or "").rstrip()
+        with speaking(await self._language(conversation, turn)):
+            note = _(INTERRUPTED_NOTE)
+        text = f"{shown}\n\n{note}" if shown else note
+        try:
+            await self._show(place, conversation_id, turn, shown, text)
+        except SurfaceError as error:
+            log.warning("could not mark the answer of turn %d interrupted: %s", turn_id, error)
+        await self.conversations.update_message(
+            turn_id, content=text, token_count=reply_tokens(text), state="interrupted"
+        )
+        return 1
+
+    async def _show(
+        self, place: Place, conversation_id: int, turn: ChatMessage, shown: str, text: str
+    ) -> None:
+        """Edit the answer's last message to the rest of ``text`` (the earlier ones are
+        complete: they hold what the stream renderer cut off ``shown``), posting what does not
+        fit after it."""
+        limit = self.outbox.profile(place.platform).max_text
+        refs = [MessageRef(place, message_id) for message_id in turn.platform_message_ids]
+        if not refs:
+            return
+        start = 0
+        if len(refs) > 1 and shown:
+            streaming = split_chunks(shown, limit, reserve=len(FENCE) + 1 + len(MARKER))
+            start = streaming[min(len(refs), len(streaming)) - 2].end if len(streaming) > 1 else 0
+        chunks = split_chunks(text, limit, start=start)
+        buttons = final_buttons(conversation_id, turn.id)
+        for index, chunk in enumerate(chunks):
+            message = OutMessage(
+                chunk.text, buttons=buttons if index == len(chunks) - 1 else (), from_model=True
+            )
+            if index == 0:
+                await self.outbox.write(place, Edit(refs[-1], message), WritePolicy.RAISE)
+                continue
+            posted = await self.outbox.write(place, Post(message), WritePolicy.RAISE)
+            await self.conversations.link_conversation_messages(
+                conversation_id,
+                [posted.message_id],
+                chat_message_id=turn.id,
+                channel_id=place.channel_id,
+            )
+
+    async def _language(self, conversation: Conversation, turn: ChatMessage) -> str:
+        """The language set for the user the answer is for, else for its place."""
+        scopes = await self.settings.scopes(
+            conversation.platform,
+            user_id=turn.asked_by,
+            channel_id=conversation.channel_id,
+            workspace_id=conversation.workspace_id,
+        )
+        for kind in ("user", "channel", "workspace"):
+            chosen = scopes.get(kind)
+            if chosen is not None and chosen.language in LANGUAGES:
+                return chosen.language
+        return DEFAULT_LANGUAGE

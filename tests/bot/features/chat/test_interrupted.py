@@ -1,0 +1,102 @@
+"""An answer whose process ended while it streamed (its handler cancelled mid-edit, then a new
+genbot on the same database and platform): the next process settles it — the text stored at
+its last write, an _(interrupted)_ note, no cursor, no ⏹ Stop, 🔁 👍 👎 — and stores what it
+shows. A finished answer, and an answer this process still streams, are left alone."""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+from pathlib import Path
+
+from bot.features.chat.controls import BAD_LABEL, GOOD_LABEL, REGENERATE_LABEL, STOP_LABEL
+from bot.features.chat.interrupted import INTERRUPTED_NOTE, InterruptedAnswers
+from bot.features.chat.renderer import MARKER
+from bot.kernel import MessageRef, OutMessage
+from tests.bot.features.chat.support import DM, ROOMY, ChatWorld, chat_world, sim_config
+from tests.fakes.platform import FakePlatform
+
+SLOW = 5.0
+"""The simulator's time scale: a piece of the answer every 0.1 s."""
+WORDS = " ".join(f"fox{number}" for number in range(200))
+
+
+class HeldEdits(FakePlatform):
+    """Holds the edits of model-written messages from the ``hold_from``-th on (until the
+    writer is cancelled), while ``hold`` is set."""
+
+    def __init__(self, hold_from: int) -> None:
+        super().__init__(profile=ROOMY)
+        self.hold_from = hold_from
+        self.hold = False
+        self.answer_edits = 0
+        self.holding = asyncio.Event()
+
+    async def edit(self, ref: MessageRef, message: OutMessage) -> None:
+        if self.hold and message.from_model:
+            self.answer_edits += 1
+            if self.answer_edits >= self.hold_from:
+                self.holding.set()
+                await asyncio.Event().wait()
+        await super().edit(ref, message)
+
+
+def settler(world: ChatWorld) -> InterruptedAnswers:
+    """The settling service as :func:`genbot.compose.build_core` wires it, for ``world``'s
+    genbot (swept by the test rather than on its clock)."""
+    store = world.store
+    return InterruptedAnswers(
+        store.conversations,
+        store.conversation_locks,
+        store.settings,
+        world.genbot.parts.outbox,
+        world.engine.turn_lock,
+    )
+
+
+async def test_an_answer_left_streaming_is_settled_by_the_next_process(tmp_path: Path) -> None:
+    platform = HeldEdits(hold_from=3)
+    async with chat_world(tmp_path, config=sim_config(time_scale=SLOW), platform=platform) as world:
+        alice = world.actor()
+        await alice.say("echo: finished first")
+        [finished] = world.posted_in(DM)
+        finished_history = list(finished.history)
+
+        platform.hold = True
+        asking = asyncio.create_task(alice.say(f"echo: {WORDS}"))
+        await asyncio.wait_for(platform.holding.wait(), 20)
+        live = world.posted_in(DM)[-1]
+        shown = live.text.removesuffix(MARKER)
+        assert live.text.endswith(MARKER) and len(live.history) == 3
+        assert [b.label for b in live.buttons] == [STOP_LABEL]
+        turns = await world.store.conversations.conversation_tail(1, max_tokens=10**9)
+        assert (turns[-1].state, turns[-1].content) == ("streaming", shown), "stored as shown"
+        assert await settler(world).sweep() == 0, "this process still streams it"
+
+        asking.cancel()
+        with contextlib.suppress(asyncio.CancelledError):
+            await asking
+        platform.hold = False
+        await world.restart()
+        settling = settler(world)
+        assert await settling.sweep() == 1
+        assert await settling.sweep() == 0
+
+        settled = platform.messages[live.ref.message_id]
+        assert settled.text == f"{shown}\n\n{INTERRUPTED_NOTE}"
+        assert MARKER not in settled.text
+        assert [b.label for b in settled.buttons] == [REGENERATE_LABEL, GOOD_LABEL, BAD_LABEL]
+        assert platform.messages[finished.ref.message_id].history == finished_history
+        turns = await world.store.conversations.conversation_tail(1, max_tokens=10**9)
+        assert [(t.role, t.state) for t in turns] == [
+            ("user", None),
+            ("assistant", None),
+            ("user", None),
+            ("assistant", "interrupted"),
+        ]
+        assert turns[-1].content == settled.text
+        assert turns[1].content == finished.text
+
+        await world.actor().say("echo: next")
+        history = world.chat_bodies()[-1]["messages"]
+        assert {"role": "assistant", "content": settled.text} in history
