@@ -283,7 +283,7 @@ class ConversationLocks:
 
     @asynccontextmanager
     async def conversation_lock(
-        self, conversation_id: int, *, wait: float = LOCK_WAIT_SECONDS
+        self, conversation_id: int, *, wait: float | None = None
     ) -> AsyncIterator[None]:
         """Held while a turn of the conversation is stored and answered: processes that take
         it for the same conversation get it one after the other, in the order they asked
@@ -299,9 +299,11 @@ class ConversationLocks:
         the first turn ends. Aborting the turn would throw away an answer that is almost
         always fine; taking the lock again could stall a streaming answer behind the next
         turn. Within one process, turns of one conversation are serialized anyway
-        (:mod:`adapters.runner`). ``wait`` bounds the wait for it."""
+        (:mod:`adapters.runner`). ``wait`` bounds the wait for it (``LOCK_WAIT_SECONDS`` as it
+        is when asked, unless given)."""
         key = f"genbot.conversation.{conversation_id}"
-        async with self.db.lock(key, wait=wait, name="a conversation lock"):
+        bound = LOCK_WAIT_SECONDS if wait is None else wait
+        async with self.db.lock(key, wait=bound, name="a conversation lock"):
             yield
 
 
