@@ -101,6 +101,13 @@ def _unfinished_where(
     return conditions, values
 
 
+def charged_when_claimed(job: Job) -> bool:
+    """Whether the claim of ``job``'s delivery charges its credits: a finished task's result is
+    posted; a failed one was not charged, except a cancelled one (``result["cancelled"]``), whose
+    task the provider ran to its end (and which its report hides)."""
+    return job.status == "posting" or bool(job.result.get("cancelled"))
+
+
 Claim = tuple[str, tuple[str, ...], float]
 """One delivery claim asked: the job's id, the platforms it may be on, and its due time."""
 
@@ -122,9 +129,9 @@ class DeliveryClaims:
         """``finished → posting`` or ``failed → reporting`` for a job this process owns (or
         nobody does) on one of ``platforms`` whose next attempt is due by ``due_by``, counting
         the claim in ``post_claims`` and charging a task's credits to the ledger once per
-        job, in one transaction (with the claims asked together, each due by the latest
-        ``due_by`` among them, a time already past when the claims run). The claimed job, or
-        None (concurrent callers cannot both win)."""
+        job (:func:`charged_when_claimed`), in one transaction (with the claims asked
+        together, each due by the latest ``due_by`` among them, a time already past when the
+        claims run). The claimed job, or None (concurrent callers cannot both win)."""
         allowed = tuple(platforms)
         if not allowed:
             return None
@@ -157,7 +164,7 @@ class DeliveryClaims:
             charges = [
                 (job.platform, job.requester_id, utc_day(now), job.id, job.credits, now)
                 for job in claimed.values()
-                if job.status == "posting" and job.family == "task" and job.credits
+                if job.family == "task" and job.credits and charged_when_claimed(job)
             ]
             if charges:
                 await tx.execute_many(SQL_CHARGE_CREDITS, charges)

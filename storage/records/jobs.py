@@ -49,6 +49,7 @@ JobStatus = Literal[
     "failed_posted",
     "create_failed",
     "unknown",
+    "cancelled",
 ]
 """Our own job lifecycle (see ``JOB_TRANSITIONS``).
 
@@ -70,14 +71,23 @@ JobStatus = Literal[
   (a 5xx, a read timeout or a reset after sending, a restart while creating): it may be running
   and charged. Never created again; a webhook naming the job may adopt it (``provider_id`` taken
   from the notification), else it times out into ``failed``.
+- ``cancelled``: the user cancelled it while the provider's task ran (the provider cannot stop
+  a task: it runs to its end and is charged). Nothing more is shown to the user, but the job
+  keeps its place under the user's cap and is followed like one in flight until the provider is
+  done; then it moves to ``failed`` (its ``error`` and ``result["cancelled"]`` kept, the
+  ``credits`` the provider reports stored), whose delivery charges the credits and shows nothing.
 """
 
 ALL_STATUSES: Final[frozenset[JobStatus]] = frozenset(get_args(JobStatus))
 IN_FLIGHT_STATUSES: Final[frozenset[JobStatus]] = frozenset(
     ("submitted", "pending", "staged", "processing", "retry")
 )
-"""Known to the provider and not done there: what the tracker polls."""
-ACTIVE_STATUSES: Final[frozenset[JobStatus]] = IN_FLIGHT_STATUSES | {"creating", "unknown"}
+"""Known to the provider and not done there: what the tracker polls (with ``cancelled``)."""
+ACTIVE_STATUSES: Final[frozenset[JobStatus]] = IN_FLIGHT_STATUSES | {
+    "creating",
+    "unknown",
+    "cancelled",
+}
 """What counts toward a user's concurrent-job cap (and what a webhook may still change)."""
 UNFINISHED_STATUSES: Final[frozenset[JobStatus]] = ACTIVE_STATUSES | {
     "finished",
@@ -93,8 +103,11 @@ TERMINAL_STATUSES: Final[frozenset[JobStatus]] = frozenset(
 _PROVIDER_DONE: Final[frozenset[JobStatus]] = frozenset(("finished", "failed"))
 JOB_TRANSITIONS: Final[Mapping[JobStatus, frozenset[JobStatus]]] = {
     "creating": IN_FLIGHT_STATUSES | _PROVIDER_DONE | {"create_failed", "unknown"},
-    "unknown": IN_FLIGHT_STATUSES | _PROVIDER_DONE,
-    **{status: IN_FLIGHT_STATUSES | _PROVIDER_DONE for status in IN_FLIGHT_STATUSES},
+    "unknown": IN_FLIGHT_STATUSES | _PROVIDER_DONE | {"cancelled"},
+    **{
+        status: IN_FLIGHT_STATUSES | _PROVIDER_DONE | {"cancelled"} for status in IN_FLIGHT_STATUSES
+    },
+    "cancelled": frozenset(("failed",)),
     "finished": frozenset(("posting", "posted", "failed")),
     "failed": frozenset(("reporting", "failed_posted")),
     "posting": frozenset(("posted", "failed_posted", "finished")),
@@ -105,7 +118,8 @@ JOB_TRANSITIONS: Final[Mapping[JobStatus, frozenset[JobStatus]]] = {
 }
 """Allowed ``from → to`` moves. Staying in the same status (to update fields) is always allowed.
 ``posting → finished`` and ``reporting → failed`` release a claim so another attempt can run;
-``unknown`` may only be adopted (in flight, finished, failed), never created again."""
+``unknown`` may only be adopted (in flight, finished, failed), never created again; a
+``cancelled`` job only ends as ``failed`` (hidden by its delivery)."""
 
 JOB_ID_MAX = 16
 ResultChange = Callable[[dict[str, Any]], dict[str, Any] | None]

@@ -55,9 +55,13 @@ class Migration:
         return [Template(sql).substitute(TYPES[dialect.name]) for sql in (*self.both, *own)]
 
 
-UNFINISHED_LITERALS: Final = (  # jobs_unfinished_by_owner's predicate, spelled out by queries
+UNFINISHED_LITERALS_30: Final = (  # the predicate of migrations 10 and 30 (released)
     "'creating', 'failed', 'finished', 'pending', 'posting', 'processing', 'reporting',"
     " 'retry', 'staged', 'submitted', 'unknown'"
+)
+UNFINISHED_LITERALS: Final = (  # jobs_unfinished_by_owner's predicate, spelled out by queries
+    "'cancelled', 'creating', 'failed', 'finished', 'pending', 'posting', 'processing',"
+    " 'reporting', 'retry', 'staged', 'submitted', 'unknown'"
 )
 
 MIGRATIONS: Final[Sequence[Migration]] = (
@@ -205,11 +209,11 @@ MIGRATIONS: Final[Sequence[Migration]] = (
         "an index of lease expiry over unfinished jobs",
         sqlite=(
             "CREATE INDEX jobs_by_lease_expiry ON jobs (COALESCE(lease_until, 0))"
-            f" WHERE status IN ({UNFINISHED_LITERALS})",
+            f" WHERE status IN ({UNFINISHED_LITERALS_30})",
         ),
         postgres=(
             "CREATE INDEX jobs_by_lease_expiry ON jobs ((COALESCE(lease_until, 0)))"
-            f" WHERE status IN ({UNFINISHED_LITERALS})",
+            f" WHERE status IN ({UNFINISHED_LITERALS_30})",
         ),
     ),
     Migration(
@@ -452,7 +456,7 @@ MIGRATIONS: Final[Sequence[Migration]] = (
         both=(
             "ALTER TABLE processes ADD COLUMN lease_until $real",
             "CREATE INDEX jobs_unfinished_by_owner ON jobs (owner)"
-            f" WHERE status IN ({UNFINISHED_LITERALS})",
+            f" WHERE status IN ({UNFINISHED_LITERALS_30})",
             "DROP INDEX jobs_by_lease_expiry",
         ),
     ),
@@ -461,6 +465,15 @@ MIGRATIONS: Final[Sequence[Migration]] = (
         "the answers being streamed (messages.state 'streaming'), which a process that outlives"
         " the one streaming them settles",
         both=("CREATE INDEX messages_streaming ON messages (id) WHERE state = 'streaming'",),
+    ),
+    Migration(
+        32,
+        "cancelled jobs (followed until the provider is done) among the unfinished jobs by owner",
+        both=(
+            "DROP INDEX jobs_unfinished_by_owner",
+            "CREATE INDEX jobs_unfinished_by_owner ON jobs (owner)"
+            f" WHERE status IN ({UNFINISHED_LITERALS})",
+        ),
     ),
 )
 LATEST_VERSION: Final = MIGRATIONS[-1].version

@@ -144,6 +144,18 @@ async def test_the_cap_counts_unknown_jobs_and_ignores_other_users(store: Store)
     assert not isinstance(unlimited, QuotaRefusal)
 
 
+async def test_the_cap_counts_cancelled_jobs_until_the_provider_is_done(store: Store) -> None:
+    quota = JobQuota(max_active=1)
+    job = await create_job(store.admission, new_job(status="processing"))
+    assert await store.jobs.transition(job.id, "processing", "cancelled")
+
+    assert await store.admission.create_job_within(new_job(), quota) == QuotaRefusal(
+        "max_active", 1, 1
+    )
+    assert await store.jobs.transition(job.id, "cancelled", "failed")
+    assert not isinstance(await store.admission.create_job_within(new_job(), quota), QuotaRefusal)
+
+
 async def test_the_daily_credit_budget_is_checked_for_the_current_day(
     store: Store, clock: ManualClock
 ) -> None:

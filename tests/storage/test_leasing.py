@@ -216,6 +216,20 @@ async def test_a_clean_stop_hands_its_jobs_over_at_once(store: Store, other_stor
     assert taken.id == job.id
 
 
+async def test_a_cancelled_job_is_handed_over_and_taken_like_one_in_flight(
+    store: Store, other_store: Store, clock: ManualClock
+) -> None:
+    job = await create_job(store.admission, new_job(status="processing"))
+    assert await store.jobs.transition(job.id, "processing", "cancelled")
+    assert (await store.leasing.heartbeat(process("discord"))).held == {job.id}
+    assert await store.leasing.release_leases() == 1
+    [taken] = await other_store.leasing.claim_jobs(["discord"], limit=10)
+    assert (taken.id, taken.status) == (job.id, "cancelled")
+    clock.advance(LEASE + 1)
+    [again] = await store.leasing.claim_jobs(["discord"], limit=10)
+    assert again.id == job.id
+
+
 async def test_only_the_owner_claims_a_delivery(
     store: Store, other_store: Store, clock: ManualClock
 ) -> None:

@@ -51,6 +51,33 @@ async def test_a_failed_job_is_claimed_for_its_report_without_charging(store: St
     assert (await store.ledger.usage_for_user("discord", "u1")).entries == 0
 
 
+async def test_a_cancelled_job_the_provider_ended_is_charged_once_when_its_report_is_claimed(
+    store: Store, other_store: Store
+) -> None:
+    job = await create_job(store.admission, new_job(status="processing"))
+    assert await store.jobs.transition(
+        job.id, "processing", "cancelled", result={"cancelled": True}
+    )
+    assert await store.claims.claim_delivery(job.id, ("discord",), due_by=0.0) is None
+    assert await store.jobs.transition(job.id, "cancelled", "failed", credits=8)
+
+    claims = await asyncio.gather(
+        *(
+            (store if n % 2 else other_store).claims.claim_delivery(
+                job.id, ("discord",), due_by=0.0
+            )
+            for n in range(4)
+        )
+    )
+
+    [claimed] = [claim for claim in claims if claim is not None]
+    assert claimed.status == "reporting"
+    assert await store.jobs.transition(job.id, "reporting", "failed")
+    assert await store.claims.claim_delivery(job.id, ("discord",), due_by=0.0) is not None
+    usage = await store.ledger.usage_for_user("discord", "u1")
+    assert (usage.credits, usage.entries) == (8, 1)
+
+
 async def test_nothing_is_claimed_before_it_is_due_or_without_its_platform(
     store: Store, clock: ManualClock
 ) -> None:
