@@ -146,7 +146,8 @@ class Console:
         self._allowed(user, job.platform, job.workspace_id)
         await self.cancel_button.cancel(user, job, place_of(job))
         return _(
-            "Cancelled {job}: genbot stopped following it (the service may still charge it).",
+            "Cancelled {job}: nothing more of it is shown; the service still runs it and charges"
+            " its requester, whose cap it counts toward until it ends.",
             job=job.id,
         )
 

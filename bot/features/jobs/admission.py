@@ -10,13 +10,13 @@ job — the tiers with their caps and budgets (:class:`Tiers`) and a user's plac
   ``default``, else in one made of ``[limits]`` (``daily_credit_budget_per_user``,
   ``max_concurrent_jobs_per_user``): without tiers, everyone is, as before tiers existed.
 - Concurrent jobs: a user may have at most the tier's ``concurrent_jobs`` jobs that are being
-  created, in flight at the provider, or sent but unconfirmed (``unknown``) — both families
-  together; ``0`` disables the cap.
+  created, in flight at the provider, sent but unconfirmed (``unknown``), or cancelled while
+  the provider still runs them (``cancelled``) — both families together; ``0`` disables the cap.
 - Credits: a user whose ledger shows the tier's ``daily_credits`` or more in its window (today,
   UTC; or, refilled ``hourly``, the last 24 whole hours) may start no new job (``0`` disables
-  the budget). Credits land in the ledger when an image task's result is posted and when a
-  diffusion job is accepted, so a budget can be overshot by the jobs already running — the cap
-  bounds that.
+  the budget). Credits land in the ledger when an image task's result is posted (a cancelled
+  one's when the provider ends it) and when a diffusion job is accepted, so a budget can be
+  overshot by the jobs already running — the cap, which counts cancelled jobs too, bounds that.
 - Modes and models: a tier with ``modes`` (process modes) or ``models`` (diffusion checkpoints
   here; chat models in :mod:`bot.features.chat.caps`) refuses a job asking for another.
 

@@ -1,10 +1,13 @@
 """❌ Cancel under a job's progress message.
 
-The provider has no way to cancel a job, so Cancel means: genbot stops following the job and
-hides it (its progress message is deleted), and tells the user that the service may still
-finish and charge it. The job moves to ``failed`` with ``result["cancelled"]``; delivery then
-hides it instead of reporting a failure. Only the requester (or an admin) may cancel; an admin's
-cancel of someone else's job is recorded in the audit log.
+The provider has no way to cancel a job: its task runs to its end and is charged. So Cancel
+means: the job stops mattering to the user at once (its progress message is deleted, or says
+cancelled without buttons where it cannot be; no result is ever posted), but a job the provider
+has (or may have) moves to ``cancelled``: it keeps its place under the user's jobs-at-once cap
+and is followed quietly until the provider is done, and the credits the provider reports are
+charged to the user like a finished job's (its delivery then ends it, showing nothing). Only the
+requester (or an admin) may cancel; an admin's cancel of someone else's job is recorded in the
+audit log.
 """
 
 from __future__ import annotations
@@ -63,7 +66,8 @@ class JobCancel:
         raise UserError(_("This form is no longer supported."))
 
     async def on_button(self, event: ButtonPress, referent: JobReferent) -> None:
-        """Stop following the job and hide it, then say what that means for credits."""
+        """Hide the job (followed quietly until the provider is done), then say what that
+        means for credits and the user's cap."""
         await self.cancel(event.user, referent.job, event.place)
         await self._outbox.write(
             event.place, Notice(event, _(wording.CANCELLED_NOTE)), WritePolicy.NOW
@@ -77,6 +81,8 @@ class JobCancel:
             raise UserError(_("Only the person who started this job can cancel it."))
         if job.status == "creating":
             raise UserError(_("It is still being sent to the service; try again in a moment."))
+        if job.status == "cancelled":
+            raise UserError(_("This job is already cancelled."))
         if job.status not in CANCELLABLE:
             raise UserError(_("This job has already finished."))
         with speaking(job_language(job)):
@@ -84,10 +90,9 @@ class JobCancel:
         moved = await self._store.transition(
             job.id,
             CANCELLABLE,
-            "failed",
+            "cancelled",
             error=cancelled,
             result=result_with(job, cancelled=True),
-            next_poll_at=None,
         )
         if not moved:
             raise UserError(_("This job has just finished; its result is on its way."))
@@ -98,7 +103,7 @@ class JobCancel:
                 user.id,
                 job.id,
                 before={"status": job.status, "requester_id": job.requester_id},
-                after={"status": "failed", "cancelled": True},
+                after={"status": "cancelled", "cancelled": True},
             )
         self._watch.touch(job.id)
-        await self._delivery.deliver(job.id)
+        await self._delivery.hide_cancelled(job)

@@ -36,7 +36,9 @@ whose image cannot be downloaded is posted with the provider's link instead (at 
 image arrived but cannot be read: a damaged file or a decompression bomb does not improve with
 retries); once the retries are used up the job ends ``failed_posted`` and its progress message
 says the result could not be posted. A cancelled job (``result["cancelled"]``) is hidden: its
-progress message is deleted.
+progress message is deleted when it is cancelled (:meth:`JobMessages.hide_cancelled`), and once
+the provider is done with it (``cancelled → failed``) its delivery charges what the provider
+reported and shows nothing.
 
 Used buttons (:class:`ButtonMarks`): a pressed button is remembered on the job it was pressed on and
 drawn primary (as Midjourney marks them), and a second press is answered with a link to the result.
@@ -115,7 +117,7 @@ FINAL_MEMORY = 10_000
 """How many jobs with final messages are remembered: far more than finish while one poll's
 answer is on its way."""
 CANCEL_ACTION = "cancel"
-# Translators: the button under a running job's progress message that stops following it.
+# Translators: the button under a running job's progress message that cancels it (hides it).
 CANCEL_LABEL = N_("❌ Cancel")
 
 
@@ -361,6 +363,7 @@ class JobMessages:
         return (
             lease == job.lease
             and status not in TERMINAL_STATUSES
+            and status != "cancelled"
             and not done_since
             and job.id not in self._final
         )
@@ -468,7 +471,7 @@ class JobMessages:
         """Edit the progress message for ``status`` (default: the job's), when its text changes
         and the job is still in flight (a late answer about a job whose messages are final
         changes nothing). Skipped when the outbox finds no room within ``wait`` seconds."""
-        if job.id in self._final or job.status in TERMINAL_STATUSES:
+        if job.id in self._final or job.status in TERMINAL_STATUSES or job.status == "cancelled":
             return False
         with speaking(job_language(job)):
             message = self.progress_message(job, status)
@@ -627,16 +630,24 @@ class JobMessages:
         except Exception as error:
             log.warning("could not retire the progress message of job %s: %r", job.id, error)
 
-    async def _hide(self, job: Job) -> float | None:
-        """Remove a cancelled job's progress message and end the job."""
+    async def hide_cancelled(self, job: Job) -> None:
+        """Take a cancelled job off the channel: its progress message is deleted (where the
+        surface can, else it says cancelled, without buttons), and no progress update shows
+        it again. Its status is left as it is; never raises."""
         self._mark_final(job.id)
         if job.progress_message_id is not None and job.platform in self._platforms:
             ref = MessageRef(place_of(job), job.progress_message_id)
             async with self._lock(job.id):
                 await self._retire(job, ref, wording.cancelled_text(job))
+        await self._end_drawing(job)
+
+    async def _hide(self, job: Job) -> float | None:
+        """End a cancelled job, showing nothing but its message taken off the channel (unless
+        this process took it off when it was cancelled)."""
+        if job.id not in self._final:
+            await self.hide_cancelled(job)
         await self._store.jobs.transition(job.id, "reporting", "failed_posted", fence=job.lease)
         self._watch.touch(job.id)
-        await self._end_drawing(job)
         self.forget(job.id)
         return None
 

@@ -280,8 +280,9 @@ def failure_text(job: Job, timed_out: bool = False) -> str:
 
 
 CANCELLED_NOTE = N_(
-    "Stopped following this job and removed its message. The service has no way to cancel a "
-    "job, so it may still finish there and its credits are charged."
+    "Cancelled: its message is removed and no result will be posted. The service has no way to "
+    "stop a job, so it still runs there and is charged: until it ends it counts toward the jobs "
+    "you may run at once, and its credits count toward your daily budget."
 )
 
 

@@ -64,6 +64,10 @@ _MIRRORED: dict[str, JobStatus] = {
     "retry": "retry",
 }
 _ADOPTABLE: frozenset[JobStatus] = IN_FLIGHT_STATUSES | {"creating", "unknown"}
+_FOLLOWED_UNCANCELLED: frozenset[JobStatus] = ACTIVE_STATUSES - {"cancelled"}
+CANCELLED_KEEPS = frozenset(("credits", "provider_id", "last_webhook_at", "finished_at"))
+"""What the provider's end of a cancelled job's task leaves in its row: what it was charged and
+what identifies the task, nothing shown."""
 
 
 def charged_credits(record: TaskRecord) -> int:
@@ -198,6 +202,8 @@ class ProviderState:
         if mirrored is None:
             log.warning("job %s: unknown provider status %r", job.id, status)
             return False
+        if job.status == "cancelled":
+            return await self._follow_cancelled(job, adopt)
         changed = False
         if job.provider_id is None:
             changed = await self.moves.transition(job.id, _ADOPTABLE, mirrored, **adopt)
@@ -213,6 +219,13 @@ class ProviderState:
             return changed
         shown = await self._delivery.show_progress(job, status)
         return changed or shown
+
+    async def _follow_cancelled(self, job: Job, adopt: dict[str, Any]) -> bool:
+        """A cancelled job's task still runs: store only what identifies it (its task id,
+        the webhook's time); nothing is shown. True if the job changed."""
+        if not adopt:
+            return False
+        return await self.moves.transition(job.id, "cancelled", "cancelled", **adopt)
 
     def show_progress_soon(self, job: Job, status: str) -> None:
         """Edit ``job``'s progress message for ``status`` in the background,
@@ -254,11 +267,19 @@ class ProviderState:
         self, job: Job, status: JobStatus, *, owned: bool = True, **fields: Any
     ) -> bool:
         """Move ``job`` to ``status`` (``finished`` / ``failed``) with ``fields``; a job this
-        process holds then goes to delivery. True if it moved."""
+        process holds then goes to delivery. True if it moved. A job cancelled meanwhile
+        (:data:`CANCELLED_KEEPS`) ends ``failed`` whatever the provider said, its error and
+        result as the cancel left them, with the credits the provider reported: its delivery
+        charges them and shows nothing."""
         self._unresolved.pop(job.id, None)
-        moved = await self.moves.transition(
-            job.id, ACTIVE_STATUSES, status, next_poll_at=None, **fields
+        moved = job.status != "cancelled" and await self.moves.transition(
+            job.id, _FOLLOWED_UNCANCELLED, status, next_poll_at=None, **fields
         )
+        if not moved:
+            kept = {name: value for name, value in fields.items() if name in CANCELLED_KEEPS}
+            moved = await self.moves.transition(
+                job.id, "cancelled", "failed", next_poll_at=None, **kept
+            )
         if moved and owned:
             self._watch.touch(job.id)
             self._on_done(job)

@@ -23,7 +23,10 @@ receive a notification: for a job another process holds, the record is stored an
 (the job id is in its address, the secret matches) adopts it: the provider's task id is taken
 from the record.
 
-**Polling.** Each round asks the store, about this process's jobs only, for
+**Polling.** A ``cancelled`` job counts as in flight here (:data:`FOLLOWED`): the provider still
+runs its task, so it is polled (and webhooked) like the others until the provider is done, and
+then ends ``failed``, hidden, charged what the provider reported
+(:meth:`ProviderState.finish`). Each round asks the store, about this process's jobs only, for
 - jobs older than ``job_timeout_seconds`` (docs/provider.md#task-transitions) not yet done at
   the provider: in-flight ones are asked about once more (after a downtime longer than the
   timeout, what the provider finished meanwhile is posted), and those still unfinished fail as
@@ -141,7 +144,10 @@ AGE_SHARE = 0.05
 SPREAD_SHARE = 0.8
 """A round's multi_fetch calls, when there are more than go at once, come evenly over this share
 of ``poll_interval_min`` (the shortest interval a round asks for), not all at its start."""
-_SCHEDULED: frozenset[JobStatus] = IN_FLIGHT_STATUSES | _DELIVERABLE
+FOLLOWED: frozenset[JobStatus] = IN_FLIGHT_STATUSES | {"cancelled"}
+"""What the tracker polls: the jobs in flight at the provider, and the cancelled ones whose task
+still runs there (followed at the same pace: they share the polls' calls)."""
+_SCHEDULED: frozenset[JobStatus] = FOLLOWED | _DELIVERABLE
 Listed = TypeVar("Listed", Job, JobBrief)
 
 
@@ -535,13 +541,13 @@ class Tracker:
             _DELIVERABLE, due_at=now, owner=self._owner
         ):
             self.schedule_delivery(waiting.id, channel_of(waiting))
-        async for jobs in self._pages(IN_FLIGHT_STATUSES, family="diffusion", due_at=now):
+        async for jobs in self._pages(FOLLOWED, family="diffusion", due_at=now):
             polled |= bool(jobs)
             changed |= await self.state.poll_diffusion(jobs, self.interval)
         quiet = now - self._limits.poll_interval_max if self.webhooks else None
         briefs_in_flight = self._paged(
             self._store.tracking.list_job_briefs,
-            IN_FLIGHT_STATUSES,
+            FOLLOWED,
             family="task",
             webhook_quiet_since=quiet,
         )
@@ -561,7 +567,7 @@ class Tracker:
         """Ask the provider once about in-flight ``jobs`` past the job timeout before they time
         out: after a downtime longer than the timeout, a task it finished meanwhile is posted
         (a job that moves here is left alone by :meth:`ProviderState.time_out`'s transition)."""
-        in_flight = [job for job in jobs if job.status in IN_FLIGHT_STATUSES and job.provider_id]
+        in_flight = [job for job in jobs if job.status in FOLLOWED and job.provider_id]
         tasks = [job for job in in_flight if job.family == "task"]
         diffusions = [job for job in in_flight if job.family == "diffusion"]
         polled = await self.state.poll_tasks(tasks, mark_polled=self.webhooks)

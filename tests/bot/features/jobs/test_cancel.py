@@ -1,4 +1,6 @@
-"""❌ Cancel: genbot stops following the job, hides it, and says the service may still charge."""
+"""❌ Cancel: the job is hidden at once and no result is posted, but the provider cannot stop
+it, so it keeps its place under the user's cap, is followed until the provider is done (across a
+restart), and what the provider charged lands in the user's usage."""
 
 from __future__ import annotations
 
@@ -8,12 +10,89 @@ import pytest
 
 from bot.features.jobs import wording
 from bot.refs import NOT_YOURS
+from simulator.server import serve
 from simulator.state import SimulatorConfig
-from storage import IN_FLIGHT_STATUSES
+from storage import IN_FLIGHT_STATUSES, Job
 from tests.bot.features.jobs.support import press, run_command
-from tests.bot.harness import PLACE, harness
+from tests.bot.harness import PLACE, ROOMY, Genbot, harness, running_genbot
+from tests.fakes.platform import FakePlatform
 
 MANUAL = SimulatorConfig(time_scale=1.0, clock_start=1_700_000_000)
+BACKENDS = ["sqlite", "postgres"]
+CAP_REFUSAL = "You already have 3 image jobs running"
+TAKEOVER_WAIT = 60.0
+"""On PostgreSQL a process takes over released jobs only once it has been reachable for a lease
+(10 s here: a stall must not make every lease look expired), then at its next heartbeat."""
+
+
+def storage_url(request: pytest.FixtureRequest, backend: str) -> str | None:
+    """None for SQLite; a fresh schema of the session's PostgreSQL cluster otherwise."""
+    if backend == "sqlite":
+        return None
+    url: str = request.getfixturevalue("postgres").create_schema()
+    return url
+
+
+async def start_and_cancel(bot: Genbot, prompt: str) -> Job:
+    """``alice`` starts an /imagine and cancels it; the job as the cancel left it."""
+    alice = bot.actor("alice")
+    await alice.command("imagine", prompt=prompt)
+    job = await bot.latest_job()
+    await alice.press(bot.progress(job), "❌ Cancel")
+    cancelled = await bot.store.jobs.get_job(job.id)
+    assert cancelled is not None
+    return cancelled
+
+
+@pytest.mark.parametrize("backend", BACKENDS)
+async def test_cancelled_jobs_hold_the_cap_until_the_provider_ends_them_and_are_charged(
+    tmp_path: Path, request: pytest.FixtureRequest, backend: str
+) -> None:
+    url = storage_url(request, backend)
+    async with harness(tmp_path, sim_config=MANUAL, storage_url=url) as bot:
+        alice = bot.actor("alice")
+        cancelled = [await start_and_cancel(bot, f"cancel probe {n}") for n in range(3)]
+        assert [job.status for job in cancelled] == ["cancelled"] * 3
+        assert all(job.result.get("cancelled") for job in cancelled)
+        assert bot.platform.messages == {}
+
+        await alice.command("imagine", prompt="cancel probe 3")
+        assert len(await bot.all_jobs()) == 3
+        assert bot.platform.ephemerals_for("alice")[-1].startswith(CAP_REFUSAL)
+        assert (await bot.store.ledger.usage_for_user("fake", "alice")).credits == 0
+
+        bot.sim.advance(120)
+        ended = [await bot.settled(job.id) for job in cancelled]
+        assert [job.status for job in ended] == ["failed_posted"] * 3
+        assert all(job.result.get("cancelled") and job.credits for job in ended)
+        charged = sum(job.credits or 0 for job in ended)
+        usage = await bot.store.ledger.usage_for_user("fake", "alice")
+        assert (usage.credits, usage.entries) == (charged, 3)
+        assert bot.platform.messages == {}, "no result is posted for a cancelled job"
+        assert len(bot.platform.deleted) == 3, "each progress message deleted once"
+
+        await alice.command("imagine", prompt="cancel probe 3")
+        assert len(await bot.all_jobs()) == 4
+
+
+@pytest.mark.parametrize("backend", BACKENDS)
+async def test_a_restart_resumes_following_a_cancelled_job(
+    tmp_path: Path, request: pytest.FixtureRequest, backend: str
+) -> None:
+    url = storage_url(request, backend)
+    platform = FakePlatform(profile=ROOMY)
+    db_path = tmp_path / "genbot.db"
+    async with serve(MANUAL) as sim:
+        async with running_genbot(sim, db_path, platform=platform, storage_url=url) as first:
+            job = await start_and_cancel(first, "a fox")
+            assert job.status == "cancelled"
+        sim.advance(120)
+        async with running_genbot(sim, db_path, platform=platform, storage_url=url) as second:
+            ended = await second.settled(job.id, timeout=TAKEOVER_WAIT)
+            usage = await second.store.ledger.usage_for_user("fake", "alice")
+    assert ended.status == "failed_posted" and ended.credits
+    assert (usage.credits, usage.entries) == (ended.credits, 1)
+    assert platform.messages == {}
 
 
 @pytest.mark.parametrize("open_channel", [False, True])
@@ -33,19 +112,23 @@ async def test_cancel_hides_the_job_and_stops_tracking_it(
         )
         assert bot.platform.ephemerals_for("bob") == [refused]
         await alice.press(progress, "❌ Cancel")
-        cancelled = await bot.settled(job.id)
+        cancelled = await bot.store.jobs.get_job(job.id)
 
-        assert cancelled.status == "failed_posted" and cancelled.result.get("cancelled")
+        assert cancelled is not None and cancelled.status == "cancelled"
+        assert cancelled.result.get("cancelled")
         assert bot.platform.ephemerals_for("alice") == [wording.CANCELLED_NOTE]
-        assert "charged" in wording.CANCELLED_NOTE and "no way to cancel" in wording.CANCELLED_NOTE
+        assert "charged" in wording.CANCELLED_NOTE and "no way to stop" in wording.CANCELLED_NOTE
         assert bot.platform.messages == {}
         assert [d.ref.message_id for d in bot.platform.deleted] == [job.progress_message_id]
+        await alice.press(progress, "❌ Cancel")
+        assert bot.platform.ephemerals_for("alice")[-1] == "This job is already cancelled."
 
         bot.sim.advance(120)
-        await bot.jobs.tracker.poll_round()
-        await bot.jobs.tracker.wait_idle()
-        after = await bot.store.jobs.get_job(job.id)
-        assert after == cancelled and bot.platform.messages == {}
+        ended = await bot.settled(job.id)
+        assert ended.status == "failed_posted" and ended.result.get("cancelled")
+        assert ended.error == cancelled.error and ended.credits
+        assert bot.platform.messages == {}
+        assert [d.ref.message_id for d in bot.platform.deleted] == [job.progress_message_id]
 
 
 async def test_a_cancelled_derivative_stays_pressed(tmp_path: Path) -> None:
@@ -59,7 +142,6 @@ async def test_a_cancelled_derivative_stays_pressed(tmp_path: Path) -> None:
         await alice.press(grid, "U1")
         first = await bot.latest_job()
         await alice.press(bot.progress(first), "❌ Cancel")
-        await bot.settled(first.id)
         await alice.press(grid, "U1")
 
     assert grid.button("U1").style == "primary"
@@ -101,13 +183,34 @@ async def test_an_admins_cancel_of_anothers_job_is_recorded_and_the_owners_is_no
         await alice.command("imagine", prompt="a fox")
         first = await bot.latest_job()
         await alice.press(bot.progress(first), "❌ Cancel")
-        await bot.settled(first.id)
         await alice.command("imagine", prompt="a cat")
         second = await bot.latest_job()
         await root.press(bot.progress(second), "❌ Cancel")
-        await bot.settled(second.id)
 
         [entry] = await bot.store.audit.entries(PLACE.platform, PLACE.workspace_id)
         assert (entry.kind, entry.actor_id, entry.target) == ("job.cancelled", "root", second.id)
         assert entry.before["requester_id"] == "alice"
         assert entry.before["status"] in IN_FLIGHT_STATUSES, "where the poll had moved it by then"
+
+
+async def test_a_finish_applied_to_a_job_read_before_its_cancel_ends_it_hidden_and_charged(
+    tmp_path: Path,
+) -> None:
+    quiet = {"poll_interval_min": 60.0, "poll_interval_max": 60.0}
+    async with harness(tmp_path, sim_config=MANUAL, limits=quiet) as bot:
+        alice = bot.actor("alice")
+        await alice.command("imagine", prompt="a fox")
+        read_before = await bot.latest_job()
+        await alice.press(bot.progress(read_before), "❌ Cancel")
+        bot.sim.advance(120)
+        assert read_before.provider_id is not None
+        record = await bot.parts.provider.tasks.fetch(read_before.provider_id)
+        assert record.status == "finished"
+
+        assert await bot.jobs.tracker.apply_task_record(read_before, record)
+        ended = await bot.settled(read_before.id)
+        usage = await bot.store.ledger.usage_for_user("fake", "alice")
+
+    assert ended.status == "failed_posted" and ended.result.get("cancelled")
+    assert ended.credits and usage.credits == ended.credits
+    assert bot.platform.messages == {}
