@@ -15,14 +15,16 @@ function authorName(author, me) {
 const GUEST_COLOURS = ["#e67e22", "#1abc9c", "#e91e63", "#9b59b6", "#3498db", "#f1c40f"];
 
 /** The avatar of ``author``: genbot's logo, "Y" for you, a guest's first id character on a
- * colour of its own. */
+ * colour of its own (set through ``style``, not an inline style attribute, which the page's
+ * security policy refuses). */
 function avatar(author, me, small = false) {
   if (author.bot) return h("div", { class: "avatar bot", "aria-hidden": "true" });
   if (author.id === me.id) return h("div", { class: "avatar me", "aria-hidden": "true" }, small ? "" : "Y");
   const tag = author.id.slice(-4);
   const colour = GUEST_COLOURS[parseInt(tag, 16) % GUEST_COLOURS.length] || GUEST_COLOURS[0];
-  return h("div", { class: "avatar guest", style: `background:${colour}`, "aria-hidden": "true" },
-    small ? "" : tag[0].toUpperCase());
+  const element = h("div", { class: "avatar guest", "aria-hidden": "true" }, small ? "" : tag[0].toUpperCase());
+  element.style.background = colour;
+  return element;
 }
 
 function snippet(message) {

@@ -91,3 +91,42 @@ async def test_a_tab_outliving_its_server_gets_a_new_session_and_keeps_its_draft
                 await expect(stranger.page.locator("#channel-list a.channel")).to_have_count(3)
                 assert stranger.errors == []
         assert tab.errors == []
+
+
+GUEST_COLOURS = ("#e67e22", "#1abc9c", "#e91e63", "#9b59b6", "#3498db", "#f1c40f")
+
+
+def guest_colour(user_id: str) -> str:
+    """The computed ``background-color`` of a guest's avatar, as render.js picks it."""
+    tag = user_id[-4:]
+    digits = re.match(r"[0-9a-fA-F]*", tag)
+    hex_digits = digits.group(0) if digits else ""
+    colour = GUEST_COLOURS[int(hex_digits, 16) % len(GUEST_COLOURS)] if hex_digits else "#e67e22"
+    red, green, blue = (int(colour[i : i + 2], 16) for i in (1, 3, 5))
+    return f"rgb({red}, {green}, {blue})"
+
+
+async def test_a_guests_avatar_has_its_colour_under_the_pages_security_policy(
+    tmp_path: Path, chromium_browser: Browser
+) -> None:
+    async with (
+        real_stack(tmp_path, demo=True) as stack,
+        user(chromium_browser, stack.url + "/") as alice,
+        user(chromium_browser, stack.url + "/") as bob,
+    ):
+        refused: list[str] = []
+        alice.page.on(
+            "console",
+            lambda message: (
+                refused.append(message.text) if "Content Security Policy" in message.text else None
+            ),
+        )
+        bob_id = await bob.page.locator("#me-id").text_content()
+        assert bob_id
+        await bob.send("hello from bob")
+        bobs = alice.page.locator("#messages article.kind-user", has_text="hello from bob")
+        avatar = bobs.locator(".avatar.guest")
+        await expect(avatar).to_have_css("background-color", guest_colour(bob_id))
+        await alice.page.evaluate("() => 0")
+        assert refused == []
+        assert alice.errors == bob.errors == []
