@@ -424,7 +424,8 @@ async def test_a_banned_user_starts_nothing_from_a_button_but_may_cancel(tmp_pat
         assert all(text.startswith("genbot takes no prompts from you until") for text in refusals)
 
         await alice.press(bot.progress(hare), "❌ Cancel")
-        cancelled = await bot.settled(hare.id)
+        cancelled = await bot.store.jobs.get_job(hare.id)
+        assert cancelled is not None and cancelled.status == "cancelled"
         assert cancelled.result.get("cancelled"), "a banned user may stop their own spend"
         assert bot.platform.ephemerals_for("alice")[4:] == [jobs_wording.CANCELLED_NOTE]
 
