@@ -106,6 +106,7 @@ from storage.records.settings import (
     EffectiveSettings as EffectiveSettings,
     ScopeKind as ScopeKind,
     ScopeSettings as ScopeSettings,
+    SettingSource as SettingSource,
     SettingValues as SettingValues,
     encode_stop as encode_stop,
 )

@@ -129,6 +129,7 @@ from bot.kernel.i18n import (
     public_language,
     publicly,
     speaking,
+    spoken,
     supported,
 )
 from bot.kernel.media import (
@@ -431,6 +432,7 @@ __all__ = [
     "splice",
     "split_chunks",
     "split_text",
+    "spoken",
     "storage_failure_text",
     "supported",
     "take_repeat",

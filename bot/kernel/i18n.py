@@ -43,7 +43,7 @@ from __future__ import annotations
 
 import gettext
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Mapping
 from contextlib import contextmanager
 from contextvars import ContextVar
 from dataclasses import dataclass
@@ -60,7 +60,7 @@ from babel.units import format_unit
 
 from bot.kernel.command_names import PLACE_NAMES, CommandNames
 from bot.kernel.events import Event
-from storage import SettingsReader
+from storage import ScopeSettings, SettingSource, SettingsReader
 
 DEFAULT_LANGUAGE = "en"
 LANGUAGES: tuple[str, ...] = ("en", "de", "ja", "zh-Hans")
@@ -278,6 +278,13 @@ class Stored:
     channel: str | None = None
     workspace: str | None = None
 
+    @classmethod
+    def of(cls, scopes: Mapping[SettingSource, ScopeSettings]) -> Stored:
+        """The languages set in ``scopes`` (the settings store's, by ``user``, ``channel`` and
+        ``workspace``)."""
+        chosen = {kind: settings.language for kind, settings in scopes.items()}
+        return cls(chosen.get("user"), chosen.get("channel"), chosen.get("workspace"))
+
 
 @dataclass(frozen=True)
 class Spoken:
@@ -291,13 +298,28 @@ class Spoken:
 def decide(event: Event, stored: Stored = Stored()) -> Spoken:
     """The languages genbot speaks for ``event`` (the rules of the module docstring:
     "Which language an event speaks")."""
+    return spoken(
+        stored, is_dm=event.place.is_dm, locale=event.locale, place_locale=event.place_locale
+    )
+
+
+def spoken(
+    stored: Stored,
+    *,
+    is_dm: bool,
+    locale: str | None = None,
+    place_locale: str | None = None,
+) -> Spoken:
+    """The languages genbot speaks to a user in a place: :func:`decide`'s rules from the
+    languages ``stored`` and what the platform says of the user's (``locale``) and the
+    place's (``place_locale``) where it says; without an event, for an answer settled later."""
     place = (
         _known(stored.channel)
         or _known(stored.workspace)
-        or (None if event.place.is_dm else supported(event.place_locale))
+        or (None if is_dm else supported(place_locale))
     )
-    private = _known(stored.user) or supported(event.locale) or place or DEFAULT_LANGUAGE
-    public = private if event.place.is_dm else place or private
+    private = _known(stored.user) or supported(locale) or place or DEFAULT_LANGUAGE
+    public = private if is_dm else place or private
     return Spoken(private, public)
 
 
@@ -335,12 +357,7 @@ class LanguageChoices:
             channel_id=place.channel_id,
             workspace_id=place.workspace_id,
         )
-        chosen = {kind: settings.language for kind, settings in scopes.items()}
-        found = Stored(
-            user=chosen.get("user"),
-            channel=chosen.get("channel"),
-            workspace=chosen.get("workspace"),
-        )
+        found = Stored.of(scopes)
         self._cache.pop(key, None)
         self._cache[key] = (now + self.cache_seconds, found)
         while len(self._cache) > CACHE_SIZE:

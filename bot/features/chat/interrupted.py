@@ -29,17 +29,17 @@ from bot.features.chat.controls import final_buttons
 from bot.features.chat.renderer import MARKER
 from bot.features.chat.replies import reply_tokens
 from bot.kernel import (
-    DEFAULT_LANGUAGE,
     FENCE,
-    LANGUAGES,
     N_,
     MessageRef,
     OutMessage,
     Place,
+    Stored,
     SurfaceError,
     _,
     speaking,
     split_chunks,
+    spoken,
 )
 from bot.outbox import Edit, Outbox, Post, WritePolicy
 from storage import (
@@ -190,15 +190,13 @@ class InterruptedAnswers:
             )
 
     async def _language(self, conversation: Conversation, turn: ChatMessage) -> str:
-        """The language set for the user the answer is for, else for its place."""
+        """The language the answer's user is spoken to in its place (:func:`~bot.kernel.spoken`,
+        as the router decides; the platform's locales are not stored, so only the languages
+        set apply)."""
         scopes = await self.settings.scopes(
             conversation.platform,
             user_id=turn.asked_by,
             channel_id=conversation.channel_id,
             workspace_id=conversation.workspace_id,
         )
-        for kind in ("user", "channel", "workspace"):
-            chosen = scopes.get(kind)
-            if chosen is not None and chosen.language in LANGUAGES:
-                return chosen.language
-        return DEFAULT_LANGUAGE
+        return spoken(Stored.of(scopes), is_dm=conversation.kind == "dm").private

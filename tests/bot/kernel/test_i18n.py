@@ -33,11 +33,12 @@ from bot.kernel import (
     public_language,
     publicly,
     speaking,
+    spoken,
 )
 from bot.outbox import Outbox
 from bot.refs import Referent, RefKind, Work
 from bot.router import Router
-from storage import SqliteStore
+from storage import ScopeSettings, SettingSource, SqliteStore
 from tests.fakes.platform import FakePlatform
 
 GUILD = Place("discord", "g1", "c1")
@@ -190,3 +191,23 @@ def test_a_public_message_speaks_the_places_language() -> None:
         "日本語",
         "简体中文",
     ]
+
+
+def test_the_languages_set_alone_speak_as_an_event_with_no_locale_would() -> None:
+    """An answer settled after its process ended has no event: the languages set in its scopes
+    decide, by the same rules (the user's privately; the channel's, else the workspace's, for
+    the place; the user's in a DM)."""
+    scopes: dict[SettingSource, ScopeSettings] = {
+        "user": ScopeSettings(language="ja"),
+        "channel": ScopeSettings(language="de"),
+        "workspace": ScopeSettings(language="zh-Hans"),
+    }
+    stored = Stored.of(scopes)
+    assert stored == Stored(user="ja", channel="de", workspace="zh-Hans")
+    assert spoken(stored, is_dm=False) == Spoken("ja", "de")
+    assert spoken(stored, is_dm=True) == Spoken("ja", "ja")
+    assert spoken(Stored.of({"workspace": ScopeSettings(language="de")}), is_dm=False) == Spoken(
+        "de", "de"
+    )
+    for place in (GUILD, DM):
+        assert spoken(stored, is_dm=place.is_dm) == decide(command(place), stored)
