@@ -1,6 +1,7 @@
 """genbot's :class:`bot.kernel.surface.Surface` on Discord: one class, everything genbot does
-on Discord through discord.py, and the outbound translation (content, mentions, length, the
-views and cards that carry buttons).
+on Discord through discord.py, and the outbound translation (content, mentions — the users and
+channels genbot's text names drawn as Discord's ``<@id>`` and ``<#id>`` —, length, the views and
+cards that carry buttons).
 
 Public results are ordinary channel messages (``POST /channels/{id}/messages``), never the
 interaction's webhook: they outlive the 15-minute interaction token, sit in the per-channel
@@ -55,6 +56,7 @@ from bot.kernel import (
     CommandNames,
     Event,
     ImageFile,
+    Mention,
     MessageGone,
     MessageRef,
     Modal,
@@ -64,6 +66,7 @@ from bot.kernel import (
     RateLimited,
     SurfaceError,
     _,
+    draw_mentions,
     format_bytes,
 )
 
@@ -82,6 +85,11 @@ _log = logging.getLogger("genbot.discord")
 CALL_TIMEOUT = 30.0
 RATE_LIMIT_WAIT_CAP = 10.0
 UNKNOWN_MESSAGE = 10008
+
+
+def native_mention(mention: Mention) -> str:
+    """Discord's own mention of a user (``<@123>``) or a channel (``<#456>``)."""
+    return f"<@{mention.id}>" if mention.kind == "user" else f"<#{mention.id}>"
 
 
 @asynccontextmanager
@@ -393,7 +401,9 @@ class DiscordSurface:
         return await self._post(dm_place, dm_message, None)
 
     def _fit(self, text: str) -> str:
-        """``text`` within Discord's length, ending with an ellipsis when cut."""
+        """``text`` with its mentions drawn, within Discord's length, ending with an ellipsis
+        when cut."""
+        text = draw_mentions(text, native_mention)
         limit = self.profile.max_text
         if len(text) <= limit:
             return text
@@ -402,8 +412,8 @@ class DiscordSurface:
     def _content(self, message: OutMessage) -> str | None:
         """The content Discord shows for ``message``: genbot's own text addressed to a user
         starts with their mention (Discord notifies only users mentioned in the content),
-        within the length; model text as it is."""
-        text = message.text
+        within the length (the mentions in genbot's text drawn); model text as it is."""
+        text = draw_mentions(message.text, native_mention)
         user_id = message.mention_user_id or ""
         if not message.from_model and user_id.isdigit() and f"<@{user_id}>" not in text:
             text = self._fit(f"<@{user_id}> {text}".rstrip())

@@ -2,8 +2,10 @@
 
 Model text (``OutMessage.from_model``) goes into a ``markdown`` block (standard Markdown, 12,000
 characters) with every ping token broken; genbot's own text goes into ``mrkdwn`` sections, fully
-escaped, so only the mention genbot adds itself (``mention_user_id``) can notify anyone. The
-top-level ``text`` (notifications, screen readers) is the escaped mrkdwn form, truncated.
+escaped, so only the mentions genbot adds itself (``mention_user_id``, and the users and
+channels its text names, :class:`~bot.kernel.Mention`, drawn as ``<@U…>`` and ``<#C…>``) can
+notify anyone. The top-level ``text`` (notifications, screen readers) is the escaped mrkdwn
+form, truncated.
 """
 
 from __future__ import annotations
@@ -19,11 +21,13 @@ from bot.kernel import (
     GOOD_ACTION,
     Button,
     ButtonRows,
+    Mention,
     Modal,
     ModalField,
     OutMessage,
     Place,
     _,
+    draw_mentions,
 )
 
 MARKDOWN_BLOCK_MAX = 12000
@@ -84,7 +88,8 @@ def neutralise_markdown(text: str) -> str:
 
 
 def markdown_to_mrkdwn(text: str) -> str:
-    """Standard Markdown (as models and the core write it) as escaped Slack mrkdwn."""
+    """Standard Markdown (as models and the core write it) as escaped Slack mrkdwn, its
+    mentions drawn (:func:`native_mention`)."""
     parts = _FENCE.split(text)
     out: list[str] = []
     for index, part in enumerate(parts):
@@ -92,7 +97,7 @@ def markdown_to_mrkdwn(text: str) -> str:
             out.append(_fence_to_mrkdwn(part))
         else:
             out.append(_prose_to_mrkdwn(part))
-    return "".join(out)
+    return draw_mentions("".join(out), native_mention)
 
 
 def _fence_to_mrkdwn(fence: str) -> str:
@@ -141,6 +146,15 @@ def split_text(text: str, limit: int) -> list[str]:
 
 def mention(user_id: str) -> str:
     return f"<@{user_id}>" if re.fullmatch(r"[UW][A-Z0-9]+", user_id) else ""
+
+
+def native_mention(named: Mention) -> str:
+    """Slack's own mention of a user (``<@U1>``) or a channel (``<#C1>``); an id Slack would
+    not read as one stays as it is, escaped."""
+    if named.kind == "user":
+        return mention(named.id) or escape_mrkdwn(named.id)
+    channel = re.fullmatch(r"[CGD][A-Z0-9]+", named.id)
+    return f"<#{named.id}>" if channel else escape_mrkdwn(named.id)
 
 
 def message_blocks(message: OutMessage, file_ids: Sequence[str] = ()) -> list[dict[str, Any]]:

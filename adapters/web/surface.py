@@ -1,11 +1,12 @@
 """The playground's :class:`bot.kernel.surface.Surface`: how the core posts, edits and asks
-there."""
+there (the users and channels genbot's text names shown by name: ``@guest 3fa2``, ``#art``)."""
 
 from __future__ import annotations
 
 from collections.abc import Mapping
 from dataclasses import replace
 
+from adapters.web.access import display_name
 from adapters.web.messages import BOT_AUTHOR, WebMessage
 from adapters.web.platform import PLATFORM, PendingModal, WebContext, reply_target, web_place
 from adapters.web.playground import Playground
@@ -15,18 +16,30 @@ from bot.kernel import (
     Attachment,
     ButtonPress,
     Event,
+    Mention,
     MessageGone,
     MessageRef,
     Modal,
     OutMessage,
     Place,
     SurfaceError,
+    draw_mentions,
     ngettext,
 )
 
 MAX_BUTTON_ROWS = 5
 FILE_TYPES = {"zip": "application/zip", "jsonl": "application/x-ndjson"}
 """The types of the files genbot hands users (exports), by extension."""
+
+
+def name_of(mention: Mention) -> str:
+    """A user or a channel as the playground names it: ``@guest 3fa2``, ``#general``."""
+    return f"@{display_name(mention.id)}" if mention.kind == "user" else f"#{mention.id}"
+
+
+def drawn_text(message: OutMessage) -> str:
+    """The text the playground shows for ``message``: its mentions drawn by name."""
+    return draw_mentions(message.text, name_of)
 
 
 class WebSurface:
@@ -57,7 +70,7 @@ class WebSurface:
             thread=place.thread_id,
             kind="bot",
             author=BOT_AUTHOR,
-            text=message.text,
+            text=drawn_text(message),
             buttons=message.buttons,
             from_model=message.from_model,
             mention=message.mention_user_id,
@@ -84,7 +97,7 @@ class WebSurface:
         posted = await self._own(ref)
         edited = replace(
             posted,
-            text=message.text,
+            text=drawn_text(message),
             buttons=message.buttons,
             from_model=message.from_model,
             mention=message.mention_user_id,
@@ -107,7 +120,7 @@ class WebSurface:
         ):
             raise MessageGone(f"no genbot message {press.message_id!r} the presser sees")
         edited = replace(
-            shown, text=message.text, buttons=message.buttons, edited=self.playground.clock()
+            shown, text=drawn_text(message), buttons=message.buttons, edited=self.playground.clock()
         )
         await self.playground.keep("edit", edited, images_before=len(shown.images))
 
@@ -183,7 +196,7 @@ class WebSurface:
             thread=origin.place.thread_id,
             kind="ephemeral",
             author=BOT_AUTHOR,
-            text=message.text,
+            text=drawn_text(message),
             buttons=message.buttons,
             reply_to=reply_target(origin),
             visible_to=origin.user.id,

@@ -10,8 +10,9 @@ language (:mod:`~bot.kernel.commands`, :mod:`~bot.kernel.command_text`,
 text splitting (:mod:`~bot.kernel.text`), what the admin page and the gallery ask of the core
 (:mod:`~bot.kernel.admin_console`, :mod:`~bot.kernel.gallery`), checked images and their hosting
 (:mod:`~bot.kernel.media`, :mod:`~bot.kernel.media_host`), image references in prompts
-(:mod:`~bot.kernel.references`), the sealing of the secrets kept in
-the database (:mod:`~bot.kernel.sealer`), sliding rate windows per key
+(:mod:`~bot.kernel.references`), the users and channels texts name
+(:mod:`~bot.kernel.mentions`), the sealing of the secrets kept in the database
+(:mod:`~bot.kernel.sealer`), sliding rate windows per key
 (:mod:`~bot.kernel.rate_window`), and the process-wide reports:
 :mod:`~bot.kernel.metrics` (series and log context, used as a namespace:
 ``from bot.kernel import metrics``) and :mod:`~bot.kernel.outage`.
@@ -144,6 +145,7 @@ from bot.kernel.media import (
     provider_is_private,
 )
 from bot.kernel.media_host import MediaHost
+from bot.kernel.mentions import Mention, draw_mentions
 from bot.kernel.outage import OUTAGE, StorageOutage, backoff
 from bot.kernel.outbound import (
     BAD_ACTION,
@@ -317,6 +319,7 @@ __all__ = [
     "MediaError",
     "MediaFetcher",
     "MediaHost",
+    "Mention",
     "MessageGone",
     "MessageRef",
     "Modal",
@@ -385,6 +388,7 @@ __all__ = [
     "cut_chunk",
     "decide",
     "decode_custom_id",
+    "draw_mentions",
     "encode_custom_id",
     "file_options",
     "format_bytes",

@@ -11,7 +11,7 @@ from typing import Any, Final
 
 from bot.features.jobs import wording
 from bot.features.jobs.params import DiffusionParams, ImageParams, JobResult
-from bot.kernel import _, format_duration, format_moment, format_number, written
+from bot.kernel import Mention, _, format_duration, format_moment, format_number, written
 from storage import Job
 
 PROMPT_MAX: Final = 1500
@@ -31,7 +31,7 @@ def when(seconds: float) -> str:
 def where(job: Job) -> str:
     """Where a job was asked for: its channel, or a DM."""
     # Translators: where a job was asked for, as in "Asked by @ann on … in a DM with genbot".
-    return _("a DM with genbot") if job.is_dm else f"<#{job.channel_id}>"
+    return _("a DM with genbot") if job.is_dm else str(Mention.channel(job.channel_id))
 
 
 def duration(seconds: float) -> str:
@@ -151,8 +151,8 @@ def info_text(job: Job, ancestors: Sequence[Job]) -> str:
     )
     lines.append(
         _(
-            "Asked by <@{user}> on {when} in {where}",
-            user=job.requester_id,
+            "Asked by {user} on {when} in {where}",
+            user=Mention.user(job.requester_id),
             when=when(job.created_at),
             where=where(job),
         )

@@ -17,7 +17,16 @@ from bot.features.archive.info import when, where
 from bot.features.archive.search import ArchiveQuery
 from bot.features.jobs import wording
 from bot.features.jobs.result_messages import NO_IMAGE_TYPES
-from bot.kernel import Button, ImageFile, MediaError, MediaFetcher, OutMessage, _, named
+from bot.kernel import (
+    Button,
+    ImageFile,
+    MediaError,
+    MediaFetcher,
+    Mention,
+    OutMessage,
+    _,
+    named,
+)
 from storage import Job
 
 log = logging.getLogger(__name__)
@@ -92,7 +101,7 @@ def _heading(query: ArchiveQuery) -> str:
         if query.workspace
         else _("**Your jobs** — newest first")
     )
-    filters = query.filters(lambda channel: f"<#{channel}>")
+    filters = query.filters(lambda channel: str(Mention.channel(channel)))
     if not filters:
         return heading
     # Translators: the line under a search's heading; {filters} is "Words: “fox” · Type: upscale".

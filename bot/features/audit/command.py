@@ -18,6 +18,7 @@ from bot.kernel import (
     N_,
     ButtonPress,
     Command,
+    Mention,
     ModalSubmit,
     OptionValue,
     Place,
@@ -101,9 +102,9 @@ def entry_line(entry: AuditEntry) -> str:
     # as is; {states} is empty or ": {before} → {after}" (JSON values).
     if entry.target and entry.channel_id:
         return _(
-            "• {when} **{kind}** by `{actor}` `{target}` in <#{channel}>{states}",
+            "• {when} **{kind}** by `{actor}` `{target}` in {channel}{states}",
             target=entry.target,
-            channel=entry.channel_id,
+            channel=Mention.channel(entry.channel_id),
             **fields,
         )
     if entry.target:
@@ -112,8 +113,8 @@ def entry_line(entry: AuditEntry) -> str:
         )
     if entry.channel_id:
         return _(
-            "• {when} **{kind}** by `{actor}` in <#{channel}>{states}",
-            channel=entry.channel_id,
+            "• {when} **{kind}** by `{actor}` in {channel}{states}",
+            channel=Mention.channel(entry.channel_id),
             **fields,
         )
     return _("• {when} **{kind}** by `{actor}`{states}", **fields)

@@ -1,10 +1,11 @@
 """End to end, the archive on Discord: ``/jobs`` finds a job by a word of its prompt (privately,
-with its thumbnail), ``/show`` posts it again in another channel with working buttons (U1 on
-the copy starts the right upscale), ℹ️ shows an upscale's parent chain ("Image info" in a
-message's menu: the copy's job), bad or foreign ids are refused privately, and ``/jobs export``
-sends a zip by DM (a private answer says so) whose manifest matches the job (``export`` as the
-text's first word works as the option does) — through the real discord.py, the fake Discord,
-the real core and the simulator over HTTP."""
+with its thumbnail), ``/show`` posts it again in another channel with working buttons (U1 on the
+copy starts the right upscale), ℹ️ shows an upscale's parent chain ("Image info" in a message's
+menu: the copy's job; users and channels as Discord's mentions, ``<@id>``, ``<#id>``), bad or
+foreign ids are refused privately, and ``/jobs export`` sends a zip by DM (a private answer says
+so) whose manifest matches the job (``export`` as the text's first word works as the option
+does) — through the real discord.py, the fake Discord, the real core and the simulator over
+HTTP."""
 
 from __future__ import annotations
 
@@ -65,6 +66,7 @@ async def test_search_show_u1_on_the_copy_and_info_with_the_parent_chain(
         await fake.slash(alice, general, "jobs", {"text": "Lighthouse"})
         page = await told(fake, alice, 1)
         assert grid.id in page.content and "lighthouse at dusk" in page.content
+        assert f" · <#{general.id}> · `{grid.id}`" in page.content, "Discord's channel mention"
         assert [b["label"] for b in page.buttons] == ["Show 1"]
         assert len(page.attachments) == 1, "a thumbnail of the grid"
         await fake.slash(alice, general, "jobs", {"text": "windmill"})
@@ -90,6 +92,7 @@ async def test_search_show_u1_on_the_copy_and_info_with_the_parent_chain(
         assert f"Made from Upscaled #1 of `{grid.id}`" in info.replace("**", "")
         assert "a lighthouse at dusk" in info, "the grid's prompt"
         assert "```\na lighthouse at dusk\n```" in info, "the prompt to copy"
+        assert f"Asked by <@{alice.id}> on " in info and info.endswith(f" in <#{random.id}>")
 
         await fake.message_menu(alice, copy, "Image info")
         on_the_copy = (await told(fake, alice, 4)).content

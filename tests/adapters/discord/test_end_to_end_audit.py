@@ -49,6 +49,7 @@ async def test_a_refusal_and_its_ban_are_exported_privately_as_json_lines(
         [listed] = await fake.wait_for(lambda: fake.ephemerals_for(carol), what="the log")
         assert "**moderation.banned** by `genbot`" in listed.content
         assert "**moderation.refused**" in listed.content
+        assert f"`{alice.id}` in <#{general.id}>" in listed.content, "Discord's channel mention"
 
         await fake.slash(carol, general, "admin audit", {"export": True, "kind": "moderation"})
         _, note = await fake.wait_for(

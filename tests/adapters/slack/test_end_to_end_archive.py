@@ -1,9 +1,10 @@
 """End to end, the archive on Slack: ``/genbot jobs`` finds a job by a word of its prompt
 (privately), ``/genbot show`` posts it again in another channel with working buttons (U1 on the
-copy starts the right upscale), ℹ️ Image info in the upscale's overflow menu shows its
-parent chain, and ``/genbot jobs export`` uploads a zip into the user's DM (a note where they
-asked says so) whose manifest matches the job — signed requests through the real slack-bolt
-app, the real core and the simulator over HTTP."""
+copy starts the right upscale), ℹ️ Image info in the upscale's overflow menu shows its parent
+chain (users and channels as Slack's own mentions, ``<@U1>``, ``<#C2>``), and
+``/genbot jobs export`` uploads a zip into the user's DM (a note where they asked says so) whose
+manifest matches the job — signed requests through the real slack-bolt app, the real core and
+the simulator over HTTP."""
 
 from __future__ import annotations
 
@@ -54,6 +55,7 @@ async def test_search_show_u1_on_the_copy_and_info_with_the_parent_chain(
 
         found = await told("/genbot", "jobs LIGHTHOUSE --type imagine")
         assert grid.id in found and "lighthouse at dusk" in found
+        assert f" · <#C1> · `{grid.id}`" in found, "Slack's own channel mention"
         assert "No finished job matches" in await told("/genbot", "jobs lighthouse --type blend")
         assert "not a job id" in await told("/genbot", "show ???")
 
@@ -80,6 +82,9 @@ async def test_search_show_u1_on_the_copy_and_info_with_the_parent_chain(
         [shown] = await fake.wait_for(lambda: fake.ephemerals[seen:], WAIT)
         assert f"`{upscale.id}`" in shown.text + str(shown.blocks)
         assert grid.id in str(shown.blocks) and "a lighthouse at dusk" in str(shown.blocks)
+        asked = f"Asked by <@{upscale.requester_id}> on "
+        assert asked in str(shown.blocks) and "in <#C2>" in str(shown.blocks)
+        assert "&lt;@" not in shown.text + str(shown.blocks) + found
 
 
 async def test_the_export_is_a_zip_in_the_users_dm_whose_manifest_matches(

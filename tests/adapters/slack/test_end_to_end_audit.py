@@ -67,6 +67,7 @@ async def test_admin_actions_refusals_and_bans_are_recorded_and_shown_to_admins(
         ]
         assert '{"n":null} → {"n":2}' in shown
         assert "by `genbot` `U1`" in shown, "the ban U1 earned is genbot's"
+        assert "`U1` in <#C1>" in shown and "&lt;#" not in shown, "Slack's channel mention"
 
         about_u3 = await told("/genbot", "admin audit <@U3> --kind moderation.banned", "U2")
         [line] = [line for line in about_u3.splitlines() if line.startswith("•")]

@@ -1,7 +1,8 @@
 """The archive in the playground, on the real core and the simulator: ``/jobs`` finds a job by
 a word of its prompt (privately, with its thumbnail), ``/show`` posts it again in another
 channel with working buttons (U1 on the copy starts the right upscale), and ℹ️ on the upscale
-shows its parent chain, privately; ``/jobs export`` answers privately with a link only its user
+shows its parent chain, privately (both naming users and channels as the playground does:
+``@guest 3fa2``, ``#random``); ``/jobs export`` answers privately with a link only its user
 opens, to a zip whose manifest matches the jobs."""
 
 from __future__ import annotations
@@ -28,6 +29,7 @@ async def test_search_show_u1_on_the_copy_and_info_with_the_parent_chain(tmp_pat
         [page] = view.after(asked)
         assert page["kind"] == "ephemeral" and page["private"]
         assert grid.id in page["text"] and len(page["images"]) == 1
+        assert f" · #general · `{grid.id}`" in page["text"], "the channel by its name"
         assert [[b["label"] for b in row] for row in page["buttons"]] == [["Show 1"]]
 
         shown = await user.post("/api/command", {"text": f"/show {grid.id}", "channel": "random"})
@@ -46,6 +48,9 @@ async def test_search_show_u1_on_the_copy_and_info_with_the_parent_chain(tmp_pat
         [info] = [m for m in random.after(upscale_message["id"]) if m["kind"] == "ephemeral"]
         assert f"job `{upscale.id}`" in info["text"]
         assert grid.id in info["text"] and "a lighthouse at dusk" in info["text"]
+        guest = f"@guest {upscale.requester_id[-4:]}"
+        assert f"Asked by {guest} on " in info["text"] and info["text"].endswith(" in #random")
+        assert "<@" not in info["text"] + page["text"] and "<#" not in info["text"] + page["text"]
 
 
 async def test_export_links_a_zip_whose_manifest_matches_the_jobs(tmp_path: Path) -> None:

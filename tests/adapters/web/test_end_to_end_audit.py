@@ -38,6 +38,7 @@ async def test_the_admin_reads_the_log_of_a_rule_a_refusal_and_a_ban(tmp_path: P
             < text.index("**moderation.refused**")
             < text.index("**moderation.rule_added**")
         )
+        assert " in #general" in text and "<#" not in text, "the channel by its name"
         export = await answer("/admin audit --export")
         link = str(export["text"]).split("Download: ")[1].split(" ")[0]
         async with admin.session.get(link.removeprefix(stack.url)) as response:
