@@ -20,6 +20,9 @@ HIDDEN_KEYS: Final = frozenset(
     {"key", "webhook", "track_id", "prompt", "subject", "remix", "language"}
 )
 """Parameters never shown: secrets, addresses of genbot's own, and what is shown elsewhere."""
+FACT_KEYS: Final = frozenset({"model_version", "model_id", "seed"})
+"""Parameters the info shows on a line of their own (**Model**, **Seed**: see
+:func:`model_and_seed`), so not among the other parameters."""
 MOST_ANCESTORS: Final = 5
 
 
@@ -70,10 +73,12 @@ def shown_parameters(job: Job) -> dict[str, str]:
 
 
 def parameters(job: Job) -> str:
-    """The parameters a job was asked with, ``name value`` joined by `` · ``."""
+    """The parameters a job was asked with but the model and seed, ``name value`` joined by
+    `` · ``."""
     return " · ".join(
         f"{name.replace('_', ' ')} {wording.clip(text, 80)}"
         for name, text in shown_parameters(job).items()
+        if name not in FACT_KEYS
     )
 
 
