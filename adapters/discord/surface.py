@@ -394,26 +394,30 @@ class DiscordSurface:
             "it answer for 15 minutes), so this is here:_",
             where=where,
         )
-        dm_message = replace(message, text=self._fit(f"{note}\n{message.text}"))
+        dm_message = replace(message, text=self._fit(f"{note}\n{self._drawn(message)}"))
         async with discord_call("open a DM"):
             dm = await self.client.create_dm(discord.Object(int(user_id)))
         dm_place = Place(place.platform, DM_WORKSPACE, str(dm.id), None, True)
         return await self._post(dm_place, dm_message, None)
 
     def _fit(self, text: str) -> str:
-        """``text`` with its mentions drawn, within Discord's length, ending with an ellipsis
-        when cut."""
-        text = draw_mentions(text, native_mention)
+        """``text`` within Discord's length, ending with an ellipsis when cut."""
         limit = self.profile.max_text
         if len(text) <= limit:
             return text
         return text[: limit - 1] + ELLIPSIS if limit > 0 else ""
 
+    @staticmethod
+    def _drawn(message: OutMessage) -> str:
+        """``message``'s text with the mentions in genbot's own text drawn; model text as it
+        is."""
+        return message.text if message.from_model else draw_mentions(message.text, native_mention)
+
     def _content(self, message: OutMessage) -> str | None:
         """The content Discord shows for ``message``: genbot's own text addressed to a user
         starts with their mention (Discord notifies only users mentioned in the content),
         within the length (the mentions in genbot's text drawn); model text as it is."""
-        text = draw_mentions(message.text, native_mention)
+        text = self._drawn(message)
         user_id = message.mention_user_id or ""
         if not message.from_model and user_id.isdigit() and f"<@{user_id}>" not in text:
             text = self._fit(f"<@{user_id}> {text}".rstrip())
@@ -543,7 +547,7 @@ class DiscordSurface:
                     if links
                     else _("_(too large to upload here)_")
                 )
-                text = self._fit(f"{message.text}\n{note}".strip())
+                text = self._fit(f"{self._drawn(message)}\n{note}".strip())
                 message = replace(message, text=text, images=images)
         files = [discord.File(io.BytesIO(i.data), filename=i.filename) for i in images]
         return message, files
@@ -554,7 +558,7 @@ class DiscordSurface:
         Events without an interaction (messages), and interactions whose 15-minute token has
         expired, get a message in place addressed to the user: the most private answer left.
         """
-        text = self._fit(text)
+        text = self._fit(draw_mentions(text, native_mention))
         context = origin.context
         if isinstance(context, InteractionContext):
             try:
@@ -596,7 +600,7 @@ class DiscordSurface:
         if not isinstance(context, InteractionContext):
             raise SurfaceError("a private message answers an interaction")
         message, files = self._uploads(origin.place, message)
-        text = self._fit(message.text)
+        text = self._fit(self._drawn(message))
         view = build_view(message.buttons) or discord.ui.View(timeout=None)
         nobody = discord.AllowedMentions.none()
         interaction = context.interaction
@@ -628,7 +632,7 @@ class DiscordSurface:
         self._check(message)
         async with discord_call("edit the pressed message"):
             await context.interaction.edit_original_response(
-                content=self._fit(message.text),
+                content=self._fit(self._drawn(message)),
                 view=build_view(message.buttons),
                 allowed_mentions=NOBODY,
             )
