@@ -232,16 +232,17 @@ class Batches:
         lines.append(await self._budget_line(event, total))
         free = await self._free(event, count)
         if free is not None and free < count:
-            lines.append(
-                ngettext(
-                    "Your jobs at once are capped: {free} start at once, the other {n} "
-                    "wait in the queue and start as your jobs finish.",
-                    "Your jobs at once are capped: {free} start at once, the other {n} "
-                    "wait in the queue and start as your jobs finish.",
-                    count - free,
-                    free=free,
-                )
+            capped = ngettext(
+                "Your jobs at once are capped: {n} starts at once.",
+                "Your jobs at once are capped: {n} start at once.",
+                free,
             )
+            queued = ngettext(
+                "The other {n} waits in the queue and starts when one of your jobs finishes.",
+                "The other {n} wait in the queue and start as your jobs finish.",
+                count - free,
+            )
+            lines.append(f"{capped} {queued}")
         minutes = round(PREVIEW_SECONDS / 60)
         lines.append(
             _(
@@ -298,14 +299,18 @@ class Batches:
         else:
             notes = [
                 ngettext(
-                    "{started} of {n} job started; {waiting} wait in the queue, each "
-                    "starting when one of your jobs finishes (your cap of jobs at once).",
-                    "{started} of {n} jobs started; {waiting} wait in the queue, each "
-                    "starting when one of your jobs finishes (your cap of jobs at once).",
+                    "{started} of {n} job started.",
+                    "{started} of {n} jobs started.",
                     total,
                     started=total - waiting,
-                    waiting=waiting,
-                )
+                ),
+                ngettext(
+                    "{n} waits in the queue, starting when one of your jobs finishes (your "
+                    "cap of jobs at once).",
+                    "{n} wait in the queue, each starting when one of your jobs finishes (your "
+                    "cap of jobs at once).",
+                    waiting,
+                ),
             ]
         if done.refused:
             notes.append(_("Not started: {reasons}", reasons="; ".join(done.refused)))

@@ -131,7 +131,7 @@ async def test_permutations_and_repeats_are_previewed_then_run_once(
         )
         assert "1. red fox\n2. red fox\n3. blue fox\n4. blue fox" in preview.content
         assert "Your budget left: 200 of 200 credits." in preview.content
-        assert "3 start at once, the other 1 wait" in preview.content
+        assert "3 start at once. The other 1 waits in the queue" in preview.content
         assert [b["label"] for b in preview.buttons] == ["Run 4 jobs", "Cancel"]
         assert not creations(sim, "imagine") and not await genbot.all_jobs()
 
@@ -149,7 +149,7 @@ async def test_permutations_and_repeats_are_previewed_then_run_once(
         assert answers[1] == "These jobs were started already (their progress is in the channel)."
         assert answers[0] in (
             "All 4 jobs started.",
-            "3 of 4 jobs started; 1 wait in the queue, each starting when one of your jobs "
+            "3 of 4 jobs started. 1 waits in the queue, starting when one of your jobs "
             "finishes (your cap of jobs at once).",
         ), "the 4th starts when a job of the three has finished: at once, or from the queue"
         await fake.wait_for(lambda: closed(preview), what="the preview's buttons disabled")

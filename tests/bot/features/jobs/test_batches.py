@@ -101,11 +101,11 @@ async def test_jobs_past_the_cap_wait_in_the_queue_and_start_after_a_restart(
     async with serve(sim_config(time_scale=1.0, clock_start=1_700_000_000)) as sim:
         async with running_genbot(sim, db, **options) as bot:
             await Actor(bot.core, platform, ALICE, CHANNEL).command("imagine", "{a, b, c} owl")
-            assert "1 start at once, the other 2 wait" in platform.privates[0].text
+            assert "capped: 1 starts at once. The other 2 wait in" in platform.privates[0].text
             await run_pressed(bot, platform, "Run 3 jobs")
             assert imagined(sim) == ["a owl"]
             [told] = platform.ephemerals_for(ALICE.id)
-            assert told.startswith("1 of 3 jobs started; 2 wait in the queue")
+            assert told.startswith("1 of 3 jobs started. 2 wait in the queue, each starting")
         sim.advance(3600)
         async with running_genbot(sim, db, **options) as bot:
             await until(lambda: asyncio.sleep(0, len(imagined(sim)) == 2))
@@ -203,3 +203,21 @@ async def test_queued_jobs_speak_the_language_their_command_was_run_in(tmp_path:
             assert [job_language(job) for job in jobs] == ["ja", "ja"], (
                 "the queued job, started by the queue after a restart, speaks the command's"
             )
+
+
+async def test_one_job_waiting_is_told_in_the_singular(tmp_path: Path) -> None:
+    platform = PrivatePlatform()
+    async with (
+        serve(sim_config(time_scale=1.0, clock_start=1_700_000_000)) as sim,
+        running_genbot(sim, tmp_path / "genbot.db", platform=platform) as bot,
+    ):
+        await Actor(bot.core, platform, ALICE, CHANNEL).command("imagine", "{a, b, c, d} owl")
+        assert (
+            "Your jobs at once are capped: 3 start at once. The other 1 waits in the queue and "
+            "starts when one of your jobs finishes."
+        ) in platform.privates[0].text
+        await run_pressed(bot, platform)
+        assert platform.ephemerals_for(ALICE.id) == [
+            "3 of 4 jobs started. 1 waits in the queue, starting when one of your jobs finishes "
+            "(your cap of jobs at once)."
+        ]
