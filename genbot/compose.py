@@ -55,6 +55,7 @@ from bot.features.jobs import (
 from bot.features.jobs.batch_queue import BatchQueue
 from bot.features.jobs.batches import Batches
 from bot.features.jobs.copies import ResultCopies
+from bot.features.jobs.described_prompts import ALL, DescribedPrompts
 from bot.features.jobs.messages import JobMessagesStorage
 from bot.features.jobs.prompt_translation import PromptTranslation, ScreensPrompts
 from bot.features.jobs.starter import StarterStorage
@@ -243,7 +244,8 @@ def build_job_engines(
     leases, timeouts, due polls, delivery retries;
     ``monotonic`` measures what lives only in this process: the wait between rounds, the
     sweep, the lost-task span, the heartbeat's stall and reachability; ``results`` moderates
-    finished describe results before they are stored; ``screen`` checks translated prompts.
+    finished describe results before they are stored; ``screen`` checks translated prompts,
+    the prompts a describe answered as they start and a batch's prompts as its Run is pressed.
     """
     clock = store.clock if clock is None else clock
     limits_settings = settings.limits
@@ -308,7 +310,15 @@ def build_job_engines(
         keys=provider.keys,
     )
     images = ImageJobs(starter, provider, media, store.settings)
-    queue = BatchQueue(images, store.preferences, store.admission, tiers, outbox)
+    described = DescribedPrompts(starter, provider, screen)
+    queue = BatchQueue(
+        images,
+        store.preferences,
+        store.admission,
+        tiers,
+        outbox,
+        starts={ALL: described},
+    )
     diffusion = DiffusionJobs(starter, provider, limits_settings, clock, models=experience.models)
     chat_jobs = ChatJobs(images, watch)
     prompts = PromptTranslation(
@@ -333,6 +343,7 @@ def build_job_engines(
         experience.estimates,
         limits_settings,
         prompts,
+        screen,
     )
     return JobEngines(
         images,
@@ -360,7 +371,7 @@ def build_job_engines(
             deliveries_waiting=lambda: tracker.deliveries_waiting,
             holds_jobs=lambda: tracker.holds_jobs,
         ),
-        DescribeButtons(starter, provider, store.settings),
+        DescribeButtons(starter, provider, store.settings, described, batches),
         UploadForms(starter, images),
         PreviewButtons(starter, images, media),
         batches,

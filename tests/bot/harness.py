@@ -33,8 +33,12 @@ from pydantic import SecretStr
 from bot.api import ProviderClient, RetryPolicy
 from bot.kernel import (
     ApiSettings,
+    ButtonPress,
+    Command,
     LanguageChoices,
     LimitsSettings,
+    ModalSubmit,
+    OptionValue,
     Place,
     PlatformProfile,
     PromptsSettings,
@@ -82,6 +86,20 @@ class Parts:
 FeatureFactory = Callable[[Parts], Iterable[Feature[Any]]]
 ConversationsFactory = Callable[[Parts], Conversations]
 ScreenFactory = Callable[[Parts], Screen]
+
+
+@dataclass
+class LateScreen:
+    """The router's screen as the job engines see it: built after them (from their parts), so
+    it is handed over once made."""
+
+    to: Screen | None = None
+
+    async def screen(
+        self, event: Command | ModalSubmit | ButtonPress, values: Mapping[str, OptionValue]
+    ) -> None:
+        if self.to is not None:
+            await self.to.screen(event, values)
 
 
 @dataclass
@@ -222,7 +240,8 @@ async def running_genbot(
         outbox = Outbox(
             surfaces, Pacer(shared=store.write_windows if store.db.dialect.shared else None)
         )
-        jobs = build_job_engines(settings, store, provider, outbox)
+        late = LateScreen()
+        jobs = build_job_engines(settings, store, provider, outbox, screen=late)
         languages = LanguageChoices(store.settings)
         parts = Parts(settings, store, provider, surfaces, outbox, jobs, languages)
         extra = list(features(parts)) if features is not None else []
@@ -241,6 +260,7 @@ async def running_genbot(
             languages=languages,
             screen=screen(parts) if screen is not None else None,
         )
+        late.to = core.screen
         await core.start()
         stack.push_async_callback(core.stop)
         yield Genbot(sim, parts, core, fake)

@@ -5,8 +5,10 @@ A batch that was run (:meth:`storage.Preferences.settle_batch`) and still has jo
 in storage; every process looks at those every ``every`` seconds (and Run starts what fits at
 once), so the jobs of a batch start after a restart too. Job ``n`` of batch ``b`` is created with
 the command key ``b#n``: two processes starting it make one job (the starter finds the first).
-A job whose start is refused for another reason than a full cap (the daily budget, a prompt the
-provider's rules refuse) is given up, and its user told in the channel.
+A batch's jobs are ``/imagine`` commands, or of the kind its command names (:data:`START`:
+Imagine all's, the prompts of a ``/describe``). A job whose start is refused for another reason
+than a full cap (the daily budget, a prompt the provider's rules refuse) is given up, and its
+user told in the channel.
 """
 
 from __future__ import annotations
@@ -18,7 +20,7 @@ import secrets
 from collections.abc import Mapping
 from contextlib import AbstractContextManager
 from dataclasses import asdict, dataclass, field
-from typing import Any, Final
+from typing import Any, Final, Protocol
 
 from bot.features.jobs.admission import Tiers
 from bot.features.jobs.images import ImageJobs
@@ -45,6 +47,21 @@ log = logging.getLogger(__name__)
 
 QUEUE_SECONDS: Final = 2.0
 """How often each process looks for queued jobs that may start."""
+START: Final = "start"
+"""The entry of a batch's command naming how its jobs start (none: as ``/imagine`` commands)."""
+
+
+class QueuedStarts(Protocol):
+    """How the jobs of one kind of batch start (:data:`START`)."""
+
+    async def start_queued(self, command: Command, options: Mapping[str, OptionValue]) -> None:
+        """Start the job of ``options``; ``command`` carries the batch's key for it."""
+        ...
+
+    async def started_before(self, batch: Batch) -> str | None:
+        """Why ``batch`` is not to run (what it would start was started already by another
+        batch), or None."""
+        ...
 
 
 @dataclass
@@ -58,7 +75,7 @@ class Advanced:
 
 
 def new_batch(
-    event: Command,
+    event: Event,
     attachments: Mapping[str, Attachment],
     command: Mapping[str, Any],
     *,
@@ -121,7 +138,9 @@ def requester(batch: Batch) -> tuple[User, Place]:
 
 
 class BatchQueue:
-    """Starts the jobs of run batches as places free (see the module docstring); a service."""
+    """Starts the jobs of run batches as places free (see the module docstring); a service.
+    ``starts`` starts the jobs of a batch whose command's :data:`START` names a kind (the
+    others are ``/imagine`` commands)."""
 
     def __init__(
         self,
@@ -132,7 +151,9 @@ class BatchQueue:
         outbox: Outbox,
         *,
         every: float = QUEUE_SECONDS,
+        starts: Mapping[str, QueuedStarts] | None = None,
     ) -> None:
+        self._starts = dict(starts or {})
         self._images = images
         self._store = store
         self._admission = admission
@@ -141,6 +162,12 @@ class BatchQueue:
         self._every = every
         self._locks: dict[str, asyncio.Lock] = {}
         self._task: asyncio.Task[None] | None = None
+
+    async def started_before(self, batch: Batch) -> str | None:
+        """Why ``batch``, about to run, is not to (its kind's
+        :meth:`QueuedStarts.started_before`), or None."""
+        kind = batch.command.get(START)
+        return None if kind is None else await self._starts[str(kind)].started_before(batch)
 
     async def start(self) -> None:
         """Start looking for queued jobs."""
@@ -189,6 +216,8 @@ class BatchQueue:
         user, place = requester(batch)
         jobs: list[dict[str, OptionValue]] = batch.command["jobs"]
         attachments = attachments_of(batch)
+        kind = batch.command.get(START)
+        start = self._images.on_command if kind is None else self._starts[str(kind)].start_queued
         started = batch.started
         while started < len(jobs):
             if await self._full(user, place):
@@ -204,7 +233,7 @@ class BatchQueue:
                 key=f"{batch.id}#{started + 1}",
             )
             try:
-                await self._images.on_command(command, options)
+                await start(command, options)
                 done.started += 1
             except (UserError, CommandError) as error:
                 if await self._full(user, place):

@@ -11,13 +11,16 @@ and the user's budget left — with Run and Cancel. Anything else starts at once
 The preview is stored (a :class:`storage.Batch`) and expires after :data:`PREVIEW_SECONDS`;
 images sent with the command that have no link the provider can fetch (the playground's
 uploads, Slack's private files) are hosted first, so the batch keeps links only.
-Run settles it in the database first (:meth:`storage.Preferences.settle_batch`: one press, in
-one process, wins; the others are told what became of it), then starts exactly the stored
-jobs, each keyed ``<batch>#<n>`` so that no job of it can start twice. Run or Cancel shows the
-preview again (its text is kept with the batch) with its buttons disabled, where the platform
-can change the message pressed (:class:`bot.kernel.EditsPressed`; Slack, which has no disabled
-buttons, without them). The ref check (:mod:`bot.refs`) lets only the user who ran the command
-press them, in its workspace.
+Imagine all under a ``/describe`` answer is such a batch too (:meth:`Batches.preview`, with the
+describe job's prompts: :mod:`bot.features.jobs.describe`). Run checks every prompt of the batch
+against the moderation rules in force first (``screen``, as if typed: they may have changed while
+the preview waited; a refusal cancels the batch), then settles it in the database
+(:meth:`storage.Preferences.settle_batch`: one press, in one process, wins; the others are told
+what became of it), then starts exactly the stored jobs, each keyed ``<batch>#<n>`` so that no
+job of it can start twice. Run or Cancel shows the preview again (its text is kept with the
+batch) with its buttons disabled, where the platform can change the message pressed
+(:class:`bot.kernel.EditsPressed`; Slack, which has no disabled buttons, without them). The ref
+check (:mod:`bot.refs`) lets only the user who ran the command press them, in its workspace.
 
 The jobs of a batch count against the user's cap on jobs at once like any other: Run starts
 those that fit, and the rest wait in the queue (:mod:`bot.features.jobs.batch_queue`), each
@@ -30,13 +33,13 @@ from __future__ import annotations
 import logging
 from collections.abc import Mapping, Sequence
 from dataclasses import replace
-from typing import ClassVar, Final
+from typing import Any, ClassVar, Final
 
 from bot.features.jobs.admission import Tiers
 from bot.features.jobs.batch_queue import BatchQueue, new_batch
 from bot.features.jobs.estimates import Estimates
 from bot.features.jobs.images import ImageJobs
-from bot.features.jobs.prompt_translation import PromptTranslation
+from bot.features.jobs.prompt_translation import PromptTranslation, ScreensPrompts
 from bot.features.jobs.starter import JobStarter
 from bot.kernel import (
     PROCESS_MODES,
@@ -45,6 +48,7 @@ from bot.kernel import (
     ButtonPress,
     Command,
     EditsPressed,
+    Event,
     LimitsSettings,
     ModalSubmit,
     OptionValue,
@@ -94,6 +98,7 @@ class Batches:
         estimates: Estimates,
         limits: LimitsSettings,
         prompts: PromptTranslation,
+        screen: ScreensPrompts | None = None,
     ) -> None:
         self._images = images
         self._starter = starter
@@ -106,6 +111,7 @@ class Batches:
         self._estimates = estimates
         self._limits = limits
         self._prompts = prompts
+        self._screen = screen
 
     async def on_command(self, event: Command, options: Mapping[str, OptionValue]) -> None:
         """Run the command once its prompt is in the language it is sent in (translated first,
@@ -127,27 +133,51 @@ class Batches:
             await self._images.on_command(event, jobs[0])
             return
         mode = await self._mode(event, single)
-        each, recorded = self._estimates.credits(f"task:imagine:{mode}")
-        if len(jobs) == 1 and each <= self._limits.confirm_above_credits:
+        if not self.previews(len(jobs), mode):
             await self._images.on_command(event, jobs[0])
             return
-        if not self._outbox.can(event.place.platform, SendsPrivately):
-            raise UserError(
-                _("This platform cannot show a private preview: run one job at a time.")
-            )
+        self._refuse_without_privates(event)
         attachments = await self.hosted(event)
+        await self.preview(event, prompts, mode, {"jobs": jobs}, attachments)
+
+    def previews(self, count: int, mode: str) -> bool:
+        """Whether ``count`` imagines in ``mode`` are shown in a preview first: several, or
+        one estimated above ``[limits] confirm_above_credits``."""
+        each = self._estimates.credits(f"task:imagine:{mode}")[0]
+        return count > 1 or each > self._limits.confirm_above_credits
+
+    async def preview(
+        self,
+        event: Event,
+        prompts: Sequence[str],
+        mode: str | None,
+        command: Mapping[str, Any],
+        attachments: Mapping[str, Attachment] | None = None,
+    ) -> None:
+        """Store the batch of ``prompts`` (``command``: what its queue's start reads, with
+        ``"jobs"``, the options of each) and show ``event``'s user its preview, with Run and
+        Cancel; ``mode`` (None: the user's default) prices them."""
+        self._refuse_without_privates(event)
+        mode = mode or await self._images.mode_for(event) or "relax"
+        each, recorded = self._estimates.credits(f"task:imagine:{mode}")
         text = await self._preview_text(event, prompts, mode, each, recorded)
         batch = new_batch(
             event,
-            attachments,
-            {"jobs": jobs, "preview": text},
-            total=len(jobs),
+            attachments or {},
+            {**command, "preview": text},
+            total=len(prompts),
             now=self._store.clock(),
             seconds=PREVIEW_SECONDS,
         )
         await self._store.save_batch(batch)
         message = OutMessage(text, buttons=(preview_buttons(batch),))
         await self._outbox.write(event.place, Private(event, message), WritePolicy.NOW)
+
+    def _refuse_without_privates(self, event: Event) -> None:
+        if not self._outbox.can(event.place.platform, SendsPrivately):
+            raise UserError(
+                _("This platform cannot show a private preview: run one job at a time.")
+            )
 
     async def hosted(self, event: Command) -> dict[str, Attachment]:
         """``event``'s images, those the provider could not fetch from their own link (bytes
@@ -183,7 +213,7 @@ class Batches:
             return written[-1].removeprefix("--")
         return await self._images.mode_for(event) or "relax"
 
-    async def _free(self, event: Command, count: int) -> int | None:
+    async def _free(self, event: Event, count: int) -> int | None:
         """How many of ``count`` jobs may start now within the user's cap of jobs at once
         (None: no cap)."""
         platform, user = event.place.platform, event.user
@@ -197,7 +227,7 @@ class Batches:
         return max(0, refusal.allowed - running)
 
     async def _preview_text(
-        self, event: Command, prompts: Sequence[str], mode: str, each: int, recorded: bool
+        self, event: Event, prompts: Sequence[str], mode: str, each: int, recorded: bool
     ) -> str:
         count = len(prompts)
         total = each * count
@@ -252,7 +282,7 @@ class Batches:
         )
         return "\n".join(lines)
 
-    async def _budget_line(self, event: Command, total: int) -> str:
+    async def _budget_line(self, event: Event, total: int) -> str:
         platform, user = event.place.platform, event.user
         quota = self._tiers.quota_for(platform, user)
         if quota.max_daily_credits <= 0:
@@ -280,6 +310,13 @@ class Batches:
         disabled (a press on them again, from a stale copy, is told what became of it)."""
         batch = referent.batch
         outcome: BatchOutcome = "cancelled" if event.action == CANCEL else "run"
+        if outcome == "run":
+            await self._screened(event, batch)
+            before = await self._queue.started_before(batch)
+            if before is not None:
+                await self._drop(event, batch)
+                await self._tell(event, before)
+                return
         settled = await self._store.settle_batch(batch.id, outcome)
         await self._close_preview(event, batch)
         if not settled:
@@ -315,6 +352,25 @@ class Batches:
         if done.refused:
             notes.append(_("Not started: {reasons}", reasons="; ".join(done.refused)))
         await self._tell(event, " ".join(notes))
+
+    async def _screened(self, event: ButtonPress, batch: Batch) -> None:
+        """Check the prompts of ``batch`` against the moderation rules in force as Run is
+        pressed (they may have changed while the preview waited): a refusal cancels the batch,
+        closes its preview and is the answer."""
+        if self._screen is None:
+            return
+        jobs: list[Mapping[str, OptionValue]] = batch.command.get("jobs", [])
+        try:
+            for job in jobs:
+                await self._screen.screen(event, {"prompt": str(job.get("prompt", ""))})
+        except UserError:
+            await self._drop(event, batch)
+            raise
+
+    async def _drop(self, event: ButtonPress, batch: Batch) -> None:
+        """Cancel ``batch`` instead of running it, closing its preview."""
+        if await self._store.settle_batch(batch.id, "cancelled"):
+            await self._close_preview(event, batch)
 
     async def _close_preview(self, event: ButtonPress, batch: Batch) -> None:
         """The preview ``event`` was pressed on, shown again with its buttons disabled (where

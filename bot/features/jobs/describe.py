@@ -4,8 +4,13 @@
 A number opens the prompt for editing first (a form pre-filled with it), unless the user has
 ``remix`` set to off in ``/settings``: then it runs at once. Each start is a derivative of the
 describe job (so a second press says where the first one is): ``describe_pickN`` (at once) or
-``describe_pickN:<digest of the edited prompt>``, ``describe_again``, ``describe_all:N``.
-Imagine all starts what the user's caps allow and names the prompts it could not start.
+``describe_pickN:<digest of the edited prompt>``, ``describe_again``. Each prompt
+picked is screened as if typed (:mod:`bot.features.jobs.described_prompts`; an edited one by the
+router, as any form). Imagine all is a batch of the prompts, as ``/imagine {a, b, c, d}`` is
+(:mod:`bot.features.jobs.batches`): each screened as if typed, then the private preview with
+the estimated credits and Run and Cancel; Run starts those that fit under the user's cap and
+queues the rest, job ``n`` the derivative ``describe_all:n`` (so that it starts once, however
+often Imagine all or Run is pressed), and once one started Imagine all says so instead.
 """
 
 from __future__ import annotations
@@ -13,14 +18,22 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import ClassVar
 
-from bot.api import DescribeRequest, ImagineRequest, ProcessMode, ProviderClient
+from bot.api import DescribeRequest, ProviderClient
+from bot.features.jobs.batch_queue import START
+from bot.features.jobs.batches import Batches
 from bot.features.jobs.buttons import DESCRIBE_ACTIONS
-from bot.features.jobs.follow_up_calls import choice, values_digest
-from bot.features.jobs.follow_ups import version_for
+from bot.features.jobs.described_prompts import (
+    ALL,
+    NUMBER,
+    PARENT,
+    DescribedPrompts,
+    described,
+    pressed_already,
+)
+from bot.features.jobs.follow_up_calls import values_digest
 from bot.features.jobs.forms import PROMPT_FIELD, pick_form
-from bot.features.jobs.images import PROCESS_MODES
 from bot.features.jobs.input_checks import check_form_prompt
-from bot.features.jobs.params import DescribeParams, ImageParams, JobResult
+from bot.features.jobs.params import DescribeParams, JobResult
 from bot.features.jobs.starter import JobSpec, JobStarter, TaskCall
 from bot.kernel import (
     ButtonPress,
@@ -37,8 +50,6 @@ from bot.refs import JobReferent, RefKind, Work
 from storage import Job, SettingsReader
 
 AGAIN = "describe_again"
-ALL = "describe_all"
-DONE = ("finished", "posting", "posted")
 
 
 class DescribeButtons:
@@ -51,11 +62,18 @@ class DescribeButtons:
     work: ClassVar[Mapping[str, Work]] = dict.fromkeys((*DESCRIBE_ACTIONS, AGAIN, ALL), Work.PAID)
 
     def __init__(
-        self, starter: JobStarter, provider: ProviderClient, settings: SettingsReader
+        self,
+        starter: JobStarter,
+        provider: ProviderClient,
+        settings: SettingsReader,
+        prompts: DescribedPrompts,
+        batches: Batches,
     ) -> None:
         self._starter = starter
         self._tasks = provider.tasks
         self._settings = settings
+        self._described = prompts
+        self._batches = batches
 
     async def on_command(self, event: Command, options: Mapping[str, OptionValue]) -> None:
         raise UserError(_("genbot has no such command."))
@@ -72,7 +90,8 @@ class DescribeButtons:
             number = self._number(event.action, prompts)
             prompt = prompts[number - 1]
             if await self._runs_at_once(event):
-                await self._imagine(event, parent, prompt, event.action)
+                await self._described.screened(event, prompt)
+                await self._described.start(event, parent, prompt, event.action)
                 return
             form = OpenForm(event, pick_form(event.action, parent.id, prompt))
             await self._starter.outbox.write(event.place, form, WritePolicy.NOW)
@@ -96,13 +115,11 @@ class DescribeButtons:
             await self._starter.reopen(event, again, error)
             return
         key = f"{event.action}:{values_digest(prompt)}"
-        await self._imagine(event, parent, prompt, key)
+        await self._described.start(event, parent, prompt, key)
 
     @staticmethod
     def _prompts(parent: Job) -> list[str]:
-        if parent.family != "task" or parent.type != "describe" or parent.status not in DONE:
-            raise UserError(_("That button does not work on this message."))
-        return list(JobResult.of(parent).prompts[:4])
+        return described(parent)
 
     @staticmethod
     def _number(action: str, prompts: list[str]) -> int:
@@ -123,21 +140,9 @@ class DescribeButtons:
         )
         return stored.remix is False
 
-    @staticmethod
-    def _mode(parent: Job) -> ProcessMode | None:
-        return choice(DescribeParams.of(parent).process_mode, PROCESS_MODES, "process_mode")
-
-    async def _imagine(self, event: ButtonPress | ModalSubmit, parent: Job, prompt: str,
-                       key: str) -> Job:  # fmt: skip
-        mode = self._mode(parent)
-        request = ImagineRequest(prompt=prompt, process_mode=mode)
-        params = ImageParams(process_mode=mode, model_version=version_for(prompt, None))
-        spec = JobSpec("task", "imagine", prompt, params, parent, key, webhook=True)
-        return await self._starter.start(event, spec, TaskCall(request, self._tasks.imagine))
-
     async def _describe_again(self, event: ButtonPress, parent: Job) -> None:
         image_url = DescribeParams.of(parent).image_url
-        mode = self._mode(parent)
+        mode = self._described.mode(parent)
         request = DescribeRequest(image_url=image_url, process_mode=mode)
         self._tasks.check(request)
         params = DescribeParams(image_url=image_url, process_mode=mode)
@@ -145,12 +150,13 @@ class DescribeButtons:
         await self._starter.start(event, spec, TaskCall(request, self._tasks.describe))
 
     async def _imagine_all(self, event: ButtonPress, parent: Job, prompts: list[str]) -> None:
-        refused: list[str] = []
-        for number, prompt in enumerate(prompts, start=1):
-            try:
-                await self._imagine(event, parent, prompt, f"{ALL}:{number}")
-            except UserError as error:
-                refused.append(f"{number}: {error}")
-        if refused:
-            listed = "\n".join(refused)
-            raise UserError(_("Imagine all could not start every prompt:\n{listed}", listed=listed))
+        if ALL in JobResult.of(parent).pressed:
+            raise UserError(pressed_already())
+        for prompt in prompts:
+            await self._described.screened(event, prompt)
+        jobs = [
+            {"prompt": prompt, PARENT: parent.id, NUMBER: number}
+            for number, prompt in enumerate(prompts, start=1)
+        ]
+        mode = self._described.mode(parent)
+        await self._batches.preview(event, prompts, mode, {START: ALL, "jobs": jobs})

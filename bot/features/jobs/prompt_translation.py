@@ -43,6 +43,7 @@ from bot.features.jobs.prompt_parts import PlaceholdersLost, split_prompt
 from bot.kernel import (
     Attachment,
     Button,
+    ButtonPress,
     Command,
     Event,
     ModalSubmit,
@@ -111,8 +112,11 @@ class Translation:
 class ScreensPrompts(Protocol):
     """What checks a command's prompt against the moderation rules (the router's screen)."""
 
-    async def screen(self, event: Command | ModalSubmit, values: Mapping[str, OptionValue]) -> None:
-        """Refuse (:class:`~bot.kernel.UserError`) a prompt that breaks a rule."""
+    async def screen(
+        self, event: Command | ModalSubmit | ButtonPress, values: Mapping[str, OptionValue]
+    ) -> None:
+        """Refuse (:class:`~bot.kernel.UserError`) a prompt that breaks a rule (a press's: a
+        prompt it sends that the user never typed, as if typed)."""
         ...
 
 

@@ -207,6 +207,10 @@ async def test_describe_shows_the_image_and_imagine_all_starts_its_prompts(
         await expect(described).to_contain_text("Described — four prompts for your image")
 
         await described.locator(".btn", has_text="Imagine all").click()
+        preview = page.locator("article.message", has_text="4 jobs of /imagine")
+        await expect(preview).to_have_count(1, timeout=WAIT_MS)
+        assert stack.sim.state.requests_to("/gen/v2/imagine") == [], "nothing before Run"
+        await preview.locator(".btn", has_text="Run 4 jobs").click()
         await expect(described.locator(".btn", has_text="Imagine all")).to_have_class(
             re.compile("btn-primary")
         )

@@ -11,10 +11,11 @@ from typing import Any
 from bot.features.jobs.params import job_language
 from bot.kernel import Attachment, ButtonPress, Event, OutMessage
 from simulator.server import RunningSimulator, serve
-from storage import ALL_STATUSES, Job
-from tests.bot.features.chat.support import ALICE, CHANNEL, ROOMY, sim_config
+from storage import ALL_STATUSES, Job, ModerationRule
+from tests.bot.features.chat.support import ALICE, BOB, CHANNEL, ROOMY, sim_config
 from tests.bot.features.jobs.support import png
 from tests.bot.harness import Genbot, running_genbot
+from tests.bot.test_router import moderated, untimed
 from tests.fakes.platform import Actor, FakePlatform
 from tests.postgres import PostgresCluster
 
@@ -44,9 +45,15 @@ async def jobs_of(bot: Genbot) -> list[Job]:
     return await bot.store.tracking.list_unfinished_jobs(ALL_STATUSES)
 
 
-async def run_pressed(bot: Genbot, platform: PrivatePlatform, label: str = "Run 4 jobs") -> None:
-    """ALICE presses ``label`` on the newest preview, through ``bot``."""
-    [button] = [b for row in platform.privates[-1].buttons for b in row if b.label == label]
+async def run_pressed(
+    bot: Genbot,
+    platform: PrivatePlatform,
+    label: str = "Run 4 jobs",
+    preview: OutMessage | None = None,
+) -> None:
+    """ALICE presses ``label`` on ``preview`` (by default the newest), through ``bot``."""
+    shown = preview or platform.privates[-1]
+    [button] = [b for row in shown.buttons for b in row if b.label == label]
     await bot.core.handle(
         ButtonPress(user=ALICE, place=CHANNEL, message_id="p", action=button.action, ref=button.ref)
     )
@@ -221,3 +228,28 @@ async def test_one_job_waiting_is_told_in_the_singular(tmp_path: Path) -> None:
             "3 of 4 jobs started. 1 waits in the queue, starting when one of your jobs finishes "
             "(your cap of jobs at once)."
         ]
+
+
+async def test_run_checks_the_prompts_against_the_rules_in_force_as_it_is_pressed(
+    tmp_path: Path,
+) -> None:
+    platform = PrivatePlatform()
+    async with (
+        serve(sim_config(time_scale=0.003)) as sim,
+        running_genbot(sim, tmp_path / "genbot.db", platform=platform, screen=moderated) as bot,
+    ):
+        await Actor(bot.core, platform, ALICE, CHANNEL).command("imagine", "{a calm, a gory} fox")
+        [batch] = await bot.store.db.fetch_all("SELECT id FROM batches")
+        await bot.store.moderation.add_rule("fake", "w1", ModerationRule("gore", "gory"), "root")
+
+        await run_pressed(bot, platform, "Run 2 jobs")
+        await Actor(bot.core, platform, BOB, CHANNEL).command("imagine", "a gory fox")
+
+        assert imagined(sim) == [] and await jobs_of(bot) == []
+        [refused] = platform.ephemerals_for(ALICE.id)
+        [typed] = platform.ephemerals_for(BOB.id)
+        assert "**gore**" in refused and untimed(refused) == untimed(typed)
+        settled = await bot.store.preferences.batch(str(batch["id"]))
+        assert settled is not None and settled.outcome == "cancelled", "it can run no more"
+        [preview] = platform.privates
+        assert [b.disabled for row in preview.buttons for b in row] == [True, True]

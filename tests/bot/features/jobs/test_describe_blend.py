@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import asyncio
 import json
 from dataclasses import replace
 from pathlib import Path
@@ -9,6 +10,7 @@ from pathlib import Path
 import pytest
 
 from bot.features.jobs.starter import is_upstream_cdn
+from simulator.server import serve
 from simulator.state import Dialect, SimulatorConfig
 from storage import Job
 from tests.bot.features.jobs.support import (
@@ -20,7 +22,8 @@ from tests.bot.features.jobs.support import (
     press,
     run_command,
 )
-from tests.bot.harness import harness
+from tests.bot.features.jobs.test_batches import PrivatePlatform, imagined, run_pressed, until
+from tests.bot.harness import harness, running_genbot
 from tests.fakes.platform import PostedMessage
 
 MANUAL = SimulatorConfig(time_scale=1.0, clock_start=1_700_000_000)
@@ -68,7 +71,7 @@ async def test_describe_posts_four_prompts_whose_buttons_imagine_them(
         assert at_once.prompt == prompts[2] and len(bot.platform.modals) == 2
 
 
-async def test_describe_shows_the_image_and_redescribes_and_imagines_all(tmp_path: Path) -> None:
+async def test_describe_shows_the_image_and_redescribes(tmp_path: Path) -> None:
     async with harness(tmp_path, sim_config=MANUAL) as bot:
         alice = bot.actor()
 
@@ -91,13 +94,58 @@ async def test_describe_shows_the_image_and_redescribes_and_imagines_all(tmp_pat
         assert again.type == "describe" and again.parameters["image_url"] == shown
         assert redescribed.message.images and redescribed.ref != described.ref
 
-        await alice.press(described, "Imagine all")
-        imagined = [j for j in await bot.all_jobs() if (j.action or "").startswith("describe_all")]
-        prompts = (await bot.settled(job.id)).result["prompts"]
-        assert sorted(j.prompt for j in imagined) == sorted(prompts[:3]), "the cap is 3 jobs"
-        (refusal,) = bot.platform.ephemerals_for("alice")
-        assert refusal.startswith("Imagine all could not start every prompt:\n4: You already")
-        assert described.button("Imagine all").style == "primary"
+
+async def test_imagine_all_is_a_batch_whose_jobs_past_the_cap_queue_and_start_once(
+    tmp_path: Path,
+) -> None:
+    platform = PrivatePlatform()
+    db = tmp_path / "genbot.db"
+    async with serve(MANUAL) as sim:
+        async with running_genbot(sim, db, platform=platform) as bot:
+            alice = bot.actor()
+            await alice.command("describe", url="https://files.example.com/cat.png")
+            job = await bot.latest_job()
+            sim.advance(120)
+            described = await bot.result(job.id)
+            prompts = (await bot.settled(job.id)).result["prompts"]
+
+            await alice.press(described, "Imagine all")
+            await alice.press(described, "Imagine all")
+            first, second = platform.privates
+            assert first.text.startswith("**4 jobs** of `/imagine`"), first.text
+            listed = "\n".join(f"{n}. {p}" for n, p in enumerate(prompts, start=1))
+            assert listed in first.text
+            assert "capped: 3 start at once. The other 1 waits in the queue" in first.text
+            assert [b.label for row in first.buttons for b in row] == ["Run 4 jobs", "Cancel"]
+            assert imagined(sim) == [], "nothing starts before Run"
+
+            await run_pressed(bot, platform, preview=first)
+            await run_pressed(bot, platform, preview=second)
+            assert imagined(sim) == sorted(prompts[:3])
+            told = (
+                "3 of 4 jobs started. 1 waits in the queue, starting when one of your jobs "
+                "finishes (your cap of jobs at once)."
+            )
+            already = (
+                "Imagine all was pressed already: its prompts have started, or wait in the queue "
+                "for a free place among your jobs."
+            )
+            assert platform.ephemerals_for("alice") == [told, already]
+            closed = platform.privates[-1]  # the fake changes the newest preview
+            assert [b.disabled for row in closed.buttons for b in row] == [True, True]
+            assert described.button("Imagine all").style == "primary"
+            await alice.press(described, "Imagine all")
+            assert len(platform.privates) == 2, "no third preview"
+            assert platform.ephemerals_for("alice")[2] == already
+        sim.advance(3600)
+        async with running_genbot(sim, db, platform=platform) as bot:
+            await until(lambda: asyncio.sleep(0, len(imagined(sim)) == 4))
+            await asyncio.sleep(0.3)
+            assert imagined(sim) == sorted(prompts), "each prompt started once, the 4th queued"
+            jobs = [j for j in await bot.all_jobs() if j.parent_job_id == job.id]
+            assert sorted(j.action or "" for j in jobs) == [
+                f"describe_all:{n}" for n in (1, 2, 3, 4)
+            ]
 
 
 async def test_describe_of_an_attached_image(tmp_path: Path) -> None:
