@@ -55,7 +55,11 @@ from storage.records.chat import (
 )
 from storage.records.audit import AuditEntry as AuditEntry
 from storage.records.retention import Cutoffs as Cutoffs, KeptAbout as KeptAbout, Purged as Purged
-from storage.records.moderation import ModerationRule as ModerationRule, Offence as Offence
+from storage.records.moderation import (
+    Ban as Ban,
+    ModerationRule as ModerationRule,
+    Offence as Offence,
+)
 from storage.records.preferences import (
     Batch as Batch,
     BatchOutcome as BatchOutcome,

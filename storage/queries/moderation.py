@@ -1,5 +1,12 @@
 """Moderation's shared state: each workspace's rules, and offences per user per UTC day with the
-bans they earned, so that every process refuses the same prompts and the same users."""
+bans they earned or an admin set, so that every process refuses the same prompts and the same
+users.
+
+A day's row holds its ban's end and who set it (``banned_by_admin``): the ban that raised the
+end last. An admin's ban takes the row over when it ends later than the running one; an offence
+whose ban does, makes it the rules' again (also after an unban). A user's running ban is the
+row ending last. Which admin banned is the audit log's to say (``moderation.banned``): the row
+names nobody but its user."""
 
 from __future__ import annotations
 
@@ -9,7 +16,7 @@ from typing import Final
 
 from storage.queries.base import Clock
 from storage.queries.ledger import utc_day
-from storage.records.moderation import ModerationRule, Offence
+from storage.records.moderation import Ban, ModerationRule, Offence
 from storage.sql.session import Database
 
 SQL_ADD_RULE: Final = (
@@ -29,17 +36,17 @@ SQL_COUNT_OFFENCE: Final = (
     " DO UPDATE SET offences = moderation_offences.offences + 1 RETURNING offences"
 )
 SQL_BAN: Final = (
-    "UPDATE moderation_offences SET banned_until = ? WHERE platform = ? AND user_id = ?"
-    " AND day = ? AND banned_until < ?"
+    "UPDATE moderation_offences SET banned_until = ?, banned_by_admin = ? WHERE platform = ?"
+    " AND user_id = ? AND day = ? AND banned_until < ?"
 )
 SQL_LIFT_BAN: Final = (
     "UPDATE moderation_offences SET banned_until = ? WHERE platform = ? AND user_id = ?"
     " AND banned_until > ?"
 )
 SQL_SET_BAN: Final = (
-    "INSERT INTO moderation_offences (platform, user_id, day, offences, banned_until)"
-    " VALUES (?, ?, ?, 0, ?) ON CONFLICT (platform, user_id, day) DO UPDATE"
-    " SET banned_until = excluded.banned_until"
+    "INSERT INTO moderation_offences (platform, user_id, day, offences, banned_until,"
+    " banned_by_admin) VALUES (?, ?, ?, 0, ?, ?) ON CONFLICT (platform, user_id, day) DO UPDATE"
+    " SET banned_until = excluded.banned_until, banned_by_admin = excluded.banned_by_admin"
     " WHERE moderation_offences.banned_until < excluded.banned_until"
 )
 SQL_BANS: Final = (
@@ -49,6 +56,11 @@ SQL_BANS: Final = (
 SQL_BANNED_UNTIL: Final = (
     "SELECT MAX(banned_until) AS until FROM moderation_offences"
     " WHERE platform = ? AND user_id = ? AND banned_until > ?"
+)
+SQL_RUNNING_BAN: Final = (
+    "SELECT banned_until, banned_by_admin FROM moderation_offences"
+    " WHERE platform = ? AND user_id = ? AND banned_until > ?"
+    " ORDER BY banned_until DESC LIMIT 1"
 )
 
 
@@ -86,7 +98,7 @@ class ModerationStore:
         count = int(row["offences"]) if row is not None else 1
         minutes = ban_minutes[min(count, len(ban_minutes)) - 1] if ban_minutes else 0
         until = now + 60.0 * minutes
-        await self.db.execute(SQL_BAN, (until, platform, user_id, day, until))
+        await self.db.execute(SQL_BAN, (until, False, platform, user_id, day, until))
         return Offence(count, max(until, await self.banned_until(platform, user_id) or 0.0))
 
     async def banned_until(self, platform: str, user_id: str) -> float | None:
@@ -95,12 +107,21 @@ class ModerationStore:
         until = row["until"] if row is not None else None
         return float(until) if until is not None else None
 
+    async def running_ban(self, platform: str, user_id: str) -> Ban | None:
+        """``user_id``'s running ban (when it ends, and whether an admin set it), or None when
+        they are not banned."""
+        row = await self.db.fetch_one(SQL_RUNNING_BAN, (platform, user_id, self.clock()))
+        if row is None:
+            return None
+        return Ban(float(row["banned_until"]), bool(row["banned_by_admin"]))
+
     async def ban(self, platform: str, user_id: str, minutes: float) -> float:
-        """Ban ``user_id`` for ``minutes`` from now (an admin's ban: no offence is counted; a
-        longer ban already running is kept); when the ban now ends."""
+        """Ban ``user_id`` for ``minutes`` from now (an admin's ban: no offence is counted, and
+        :meth:`running_ban` says an admin set it; a longer ban already running is kept); when
+        the ban now ends."""
         now = self.clock()
         until = now + 60.0 * minutes
-        await self.db.execute(SQL_SET_BAN, (platform, user_id, utc_day(now), until))
+        await self.db.execute(SQL_SET_BAN, (platform, user_id, utc_day(now), until, True))
         return max(until, await self.banned_until(platform, user_id) or 0.0)
 
     async def bans(self, platform: str) -> list[tuple[str, float]]:

@@ -1,4 +1,4 @@
-"""Moderation's records: a workspace's rule, and what an offence earned."""
+"""Moderation's records: a workspace's rule, what an offence earned, and a running ban."""
 
 from __future__ import annotations
 
@@ -22,3 +22,12 @@ class Offence:
 
     count: int
     banned_until: float
+
+
+@dataclass(frozen=True)
+class Ban:
+    """A user's running ban: when it ends (Unix seconds), and whether an admin set it (else the
+    user's refused prompts earned it)."""
+
+    until: float
+    by_admin: bool

@@ -475,5 +475,14 @@ MIGRATIONS: Final[Sequence[Migration]] = (
             f" WHERE status IN ({UNFINISHED_LITERALS})",
         ),
     ),
+    Migration(
+        33,
+        "who set a day's running ban: an admin (moderation_offences.banned_by_admin), or the"
+        " day's refused prompts",
+        both=(
+            "ALTER TABLE moderation_offences"
+            " ADD COLUMN banned_by_admin $bool NOT NULL DEFAULT $false",
+        ),
+    ),
 )
 LATEST_VERSION: Final = MIGRATIONS[-1].version

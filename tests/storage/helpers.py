@@ -220,6 +220,7 @@ async def everything_about(
     await store.ledger.add_usage(platform, other, credits=2, kind="imagine")
     await store.settings.set_scope_settings("user", platform, user, model="llm-4")
     await store.moderation.record_offence(platform, user, [1])
+    await store.moderation.ban(platform, user, 30)
     await store.moderation.add_rule(platform, "web", ModerationRule("nsfw", "nude"), user)
     caps = MediaCaps(total=10**6, per_owner=10**6)
     for owner in (user, other):

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import asyncio
 
-from storage import ModerationRule, Store
+from storage import Ban, ModerationRule, Store
 from storage.queries import moderation
 from tests.storage.conftest import ManualClock
 
@@ -107,3 +107,41 @@ async def test_the_running_bans_of_a_platform(
     ]
     clock.advance(31 * MINUTE)
     assert [user for user, _ in await store.moderation.bans("slack")] == ["U1"]
+
+
+async def test_a_running_ban_says_whether_an_admin_set_it(
+    store: Store, other_store: Store, clock: ManualClock
+) -> None:
+    moderation = store.moderation
+    assert await moderation.running_ban("slack", "U1") is None
+    await moderation.record_offence("slack", "U1", BANS)
+    assert await other_store.moderation.running_ban("slack", "U1") == Ban(
+        clock.now + 60 * MINUTE, by_admin=False
+    )
+    clock.advance(61 * MINUTE)
+    await moderation.ban("slack", "U1", 30)
+    assert await other_store.moderation.running_ban("slack", "U1") == Ban(
+        clock.now + 30 * MINUTE, by_admin=True
+    ), "an admin's ban of a user with a refused prompt today"
+
+    assert await moderation.lift_ban("slack", "U1")
+    assert await moderation.running_ban("slack", "U1") is None
+    await moderation.record_offence("slack", "U1", BANS)
+    assert await moderation.running_ban("slack", "U1") == Ban(
+        clock.now + 120 * MINUTE, by_admin=False
+    ), "after an unban, an offence's ban is the rules' again"
+
+    await moderation.record_offence("slack", "U2", BANS)
+    await moderation.ban("slack", "U2", 5)
+    assert await moderation.running_ban("slack", "U2") == Ban(
+        clock.now + 60 * MINUTE, by_admin=False
+    ), "a shorter admin's ban leaves the running one as it was"
+    await moderation.ban("slack", "U2", 1440)
+    assert await moderation.running_ban("slack", "U2") == Ban(
+        clock.now + 1440 * MINUTE, by_admin=True
+    )
+    clock.advance(720 * MINUTE)
+    await moderation.record_offence("slack", "U2", (1,))
+    assert await moderation.running_ban("slack", "U2") == Ban(
+        clock.now + 720 * MINUTE, by_admin=True
+    ), "the ban ending last runs, whichever day's row holds it"

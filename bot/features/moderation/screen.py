@@ -169,12 +169,12 @@ class Moderation:
         return compiled
 
     async def _refuse_banned(self, user: User, place: Place) -> None:
-        until = await self.store.banned_until(place.platform, user.id)
-        if until is not None:
+        ban = await self.store.running_ban(place.platform, user.id)
+        if ban is not None:
             metrics.MODERATION.labels(place.platform, "banned").inc()
-            refused = {"banned_until": until}
+            refused = {"banned_until": ban.until}
             await self.audit.record("moderation.refused", place, user.id, user.id, after=refused)
-            raise UserError(banned_text(until))
+            raise UserError(banned_text(ban))
 
     async def _check(
         self, user: User, place: Place, text: str, *, echo: bool, document: str = ""

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from bot.kernel import N_, _, format_clock
-from storage import Offence
+from storage import Ban, Offence
 
 CHECK_FAILED_TEXT = N_(
     "genbot could not check this prompt against its rules just now, so it did not run it. "
@@ -63,10 +63,17 @@ def refusal_text(
     return text
 
 
-def banned_text(until: float) -> str:
-    """The answer to a banned user's prompt."""
+def banned_text(ban: Ban) -> str:
+    """The answer to a banned user's prompt, saying why: an admin banned them, or their
+    prompts refused today earned it."""
+    if ban.by_admin:
+        return _(
+            "genbot takes no prompts from you until {time}: an admin has banned you. Nothing "
+            "was run.",
+            time=_clock_time(ban.until),
+        )
     return _(
         "genbot takes no prompts from you until {time}: your prompts were refused by its rules "
         "today. Nothing was run.",
-        time=_clock_time(until),
+        time=_clock_time(ban.until),
     )

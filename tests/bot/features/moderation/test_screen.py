@@ -1,5 +1,6 @@
 """The check: refusals name the category, offences escalate into bans per user per day (on a
-clock), admins are refused without offences, unsure matches pass without the model check."""
+clock), a banned user is told who banned them (an admin, or their refused prompts), admins are
+refused without offences, unsure matches pass without the model check."""
 
 from __future__ import annotations
 
@@ -13,8 +14,9 @@ from bot.features.audit import AuditTrail
 from bot.features.moderation import Moderation
 from bot.features.moderation.screen import UNBANNED_COMMANDS
 from bot.kernel import Command, ModalSubmit, ModerationSettings, Place, User, UserError, UserMessage
-from storage import ModerationRule, SqliteStore
-from tests.storage.conftest import ManualClock
+from storage import ModerationRule, SqliteStore, Store
+from tests.postgres import PostgresCluster
+from tests.storage.conftest import ManualClock, PostgresSchema, SqliteFile
 
 PLACE = Place("discord", "g1", "c1")
 ALICE = User("alice")
@@ -31,6 +33,23 @@ def clock() -> ManualClock:
 @pytest.fixture
 async def store(tmp_path: Path, clock: ManualClock) -> AsyncIterator[SqliteStore]:
     opened = await SqliteStore.open(tmp_path / "genbot.db", clock=clock)
+    try:
+        yield opened
+    finally:
+        await opened.close()
+
+
+@pytest.fixture(params=["sqlite", "postgres"])
+async def either_store(
+    request: pytest.FixtureRequest, tmp_path: Path, clock: ManualClock
+) -> AsyncIterator[Store]:
+    """A fresh store of each backend (PostgreSQL in the session's throwaway cluster)."""
+    if request.param == "sqlite":
+        database: SqliteFile | PostgresSchema = SqliteFile(tmp_path / "genbot.db")
+    else:
+        cluster: PostgresCluster = request.getfixturevalue("postgres")
+        database = PostgresSchema(cluster.create_schema())
+    opened = await database.open(clock)
     try:
         yield opened
     finally:
@@ -76,6 +95,35 @@ async def test_offences_escalate_into_bans_that_end(store: SqliteStore, clock: M
     clock.advance(120 * MINUTE)
     assert "3rd" in await refusal(moderation, imagine("nude"), "nude")
     assert await store.moderation.banned_until("discord", "alice") == clock.now + 600 * MINUTE
+
+
+async def test_a_banned_user_is_told_whether_an_admin_or_the_rules_banned_them(
+    either_store: Store, clock: ManualClock
+) -> None:
+    store = either_store
+    moderation = Moderation(SETTINGS, store.moderation, audit=AuditTrail(store.audit, 90))
+    by_rules = "your prompts were refused by its rules today"
+    by_admin = "an admin has banned you"
+    await refusal(moderation, imagine("nude"), "nude")
+    assert by_rules in await refusal(moderation, imagine("a fox"), "a fox")
+
+    clock.advance(61 * MINUTE)
+    await store.moderation.ban("discord", "alice", 30)
+    told = await refusal(moderation, imagine("a fox"), "a fox")
+    assert by_admin in told and by_rules not in told, "a refused prompt today, then an admin"
+    assert "until 13:31 UTC" in told
+
+    assert await store.moderation.lift_ban("discord", "alice")
+    await moderation.screen(imagine("a fox"), {"prompt": "a fox"})
+    assert "2nd" in await refusal(moderation, imagine("nude"), "nude")
+    told = await refusal(moderation, imagine("a fox"), "a fox")
+    assert by_rules in told and by_admin not in told, "after the unban, the rules' ban"
+
+    await store.moderation.ban("discord", "bob", 30)
+    with pytest.raises(UserError, match=by_admin):
+        await moderation.check_message(message("hello", User("bob")), "hello")
+    banned = await store.audit.entries("discord", "g1", kind="moderation.refused")
+    assert [entry.target for entry in banned].count("bob") == 1, "the refusal is audited"
 
 
 async def test_a_channels_system_prompt_is_checked_too(store: SqliteStore) -> None:
