@@ -69,16 +69,28 @@ _ESCAPE: Final = re.compile(r"\\(?:[pP](?:\{[^}]*\}|.)|.)", re.DOTALL)
 
 
 def fold_pattern(pattern: str) -> str:
-    """A pattern rule folded to match folded text: NFKC, case folded, its look-alike letters
-    replaced (digits and symbols stay: they are the expression's own syntax, and so do its
-    escapes: ``\\W`` is not ``\\w``, ``\\p{Greek}`` names a script)."""
+    """A pattern rule folded to match folded text: NFKC, then its letters outside escapes case
+    folded, without accents (``ä`` → ``a``, as the text's) and with their look-alikes replaced
+    (digits and symbols stay: they are the expression's own syntax, and so do its escapes:
+    ``\\W`` is not ``\\w``, ``\\p{Greek}`` names a script)."""
     normal = unicodedata.normalize("NFKC", pattern)
     pieces: list[str] = []
     start = 0
     for escape in _ESCAPE.finditer(normal):
-        pieces += [normal[start : escape.start()].casefold().translate(_LETTERS_ONLY), escape[0]]
+        pieces += [_fold_literal(normal[start : escape.start()]), escape[0]]
         start = escape.end()
-    return "".join([*pieces, normal[start:].casefold().translate(_LETTERS_ONLY)])
+    return "".join([*pieces, _fold_literal(normal[start:])])
+
+
+def _fold_literal(piece: str) -> str:
+    """A stretch of a pattern between its escapes, folded as :func:`fold_letters` folds text:
+    its letters' accents dropped (a combining mark on no letter, as in ``[\u0300-\u036f]``,
+    is the expression's own), its symbols and digits kept."""
+    kept: list[str] = []
+    for c in unicodedata.normalize("NFD", piece.casefold()):
+        if not (unicodedata.combining(c) and kept and kept[-1].isalpha()):
+            kept.append(c)
+    return unicodedata.normalize("NFC", "".join(kept)).translate(_LETTERS_ONLY)
 
 
 def _words(token: str) -> list[str]:

@@ -36,3 +36,10 @@ def test_a_pattern_folds_its_letters_but_keeps_its_syntax() -> None:
     assert fold_pattern(r"K\W\S\D\B\pL\PL\p{Greek}\P{Lu}\.L\\L") == (
         r"k\W\S\D\B\pL\PL\p{Greek}\P{Lu}\.i\\i"
     )
+
+
+def test_a_patterns_accented_letters_lose_their_accents_as_the_texts_do() -> None:
+    assert fold_pattern(r"MÄDCHEN\W+nackt") == r"madchen\W+nackt"
+    assert fold_pattern(r"[äöü]ber\pL\S\p{Greek}É\W") == r"[aou]ber\pL\S\p{Greek}e\W"
+    assert fold_pattern("cafe\u0301s?") == "cafes?", "a decomposed accent too"
+    assert fold_pattern("[\u0300-\u036f]x") == "[\u0300-\u036f]x", "a mark on no letter stays"

@@ -126,3 +126,10 @@ def test_a_patterns_escapes_keep_their_case() -> None:
     assert rules.match("glued fox") == Match("stuck", False), "only without the spaces"
     assert rules.match("ψξζ") == Match("greek", True)
     assert rules.match("logos") is None
+
+
+def test_a_pattern_with_an_accented_letter_matches_the_text_it_names() -> None:
+    rules = RuleSet([ModerationRule("nsfw", r"mädchen\W+nackt", pattern=True)])
+    assert rules.match("Zwei Mädchen, nackt") == Match("nsfw", sure=True)
+    assert rules.match("zwei madchen nackt") == Match("nsfw", sure=True)
+    assert rules.match("zwei mädchennackt") is None, r"\W still needs a separator"
