@@ -44,9 +44,9 @@ from __future__ import annotations
 from collections.abc import Mapping
 from dataclasses import dataclass
 from enum import StrEnum
-from typing import assert_never
+from typing import Final, assert_never
 
-from bot.kernel import N_, ButtonPress, Command, Event, ModalSubmit, _
+from bot.kernel import N_, ButtonPress, Command, Event, ModalSubmit, OptionValue, _
 from storage import (
     Batch,
     ChatMessage,
@@ -71,6 +71,9 @@ NO_BATCH = N_("genbot has no record of these jobs any more: run the command agai
 NOT_A_SCOPE = N_("This settings button is no longer supported.")
 ADMINS_ONLY = N_("Only genbot admins can change the defaults of a channel or a workspace.")
 UNKNOWN_REF = N_("This button is no longer supported.")
+STORED_MESSAGE: Final = "stored_message"
+"""Where :meth:`Refs.resubmitted` hands the screen a conversation's stored message (checked as
+a chat message is: not given back, it stays where it was written)."""
 ADMINS_ONLY_USERS = N_("Only genbot admins can act on another user's data.")
 REFUSALS = frozenset(
     {
@@ -108,8 +111,9 @@ class Work(StrEnum):
     (moderation): ``free`` presses (view, page, cancel, feedback, settings, a repost) are
     anyone's who may use the ref; a ``paid`` press (a provider job or a model answer, or the
     form that leads only to one) is refused to a banned user; a ``resubmit`` press is paid and
-    sends its job's stored prompt again (🔄, variations, zooms, pans), so that prompt is also
-    checked against the rules in force, as if typed."""
+    sends a stored text again — its job's prompt (🔄, variations, zooms, pans) or the message
+    an answer answered (🔁) — so that text is also checked against the rules in force, as if
+    typed (:meth:`Refs.resubmitted`)."""
 
     FREE = "free"
     PAID = "paid"
@@ -280,6 +284,23 @@ class Refs:
         if kind is RefKind.BATCH:
             return BatchReferent(await self._batch(event, ref))
         assert_never(kind)
+
+    async def resubmitted(self, referent: Referent) -> dict[str, OptionValue]:
+        """What a press of a ``resubmit`` action (:class:`Work`) on ``referent`` sends again, as
+        the router's screen reads it: a job's stored prompt (``prompt``, as a command's), or
+        for an answer (a turn) the user message it answers, when it is the newest answer, the
+        one 🔁 asks again (:data:`STORED_MESSAGE`); nothing for anything else."""
+        if isinstance(referent, JobReferent | PreviewReferent):
+            return {"prompt": referent.job.prompt}
+        if not isinstance(referent, TurnReferent):
+            return {}
+        conversation_id = referent.conversation.id
+        newest = await self._store.conversations.conversation_tail(conversation_id, max_tokens=0)
+        if not newest or newest[0].role != "user":
+            return {}
+        if referent.turn.id not in {turn.id for turn in newest[1:]}:
+            return {}
+        return {STORED_MESSAGE: newest[0].content or ""}
 
     async def job_to_show(self, event: Command, job_id: str) -> Job:
         """The job ``/show`` names, for ``event``'s user where they are (see the module

@@ -78,8 +78,6 @@ from bot.kernel import (
 )
 from bot.outbox import Notice, Outbox, WritePolicy
 from bot.refs import (
-    JobReferent,
-    PreviewReferent,
     Referent,
     RefKind,
     RefRefused,
@@ -93,8 +91,9 @@ log = logging.getLogger(__name__)
 
 ReferentT = TypeVar("ReferentT", contravariant=True)
 
-STORED_PROMPT_KINDS = frozenset({RefKind.JOB, RefKind.PREVIEW})
-"""What the ref of an action that resubmits names: a job, whose stored prompt is screened."""
+STORED_PROMPT_KINDS = frozenset({RefKind.JOB, RefKind.PREVIEW, RefKind.TURN})
+"""What the ref of an action that resubmits names: a job, whose stored prompt is screened, or
+an answer, whose user message is (:meth:`bot.refs.Refs.resubmitted`)."""
 CANCEL_GRACE_SECONDS = 5.0
 """How long cancelled events may take to unwind at the end of a drain."""
 LANGUAGE_READ_SECONDS = 5.0
@@ -176,7 +175,8 @@ class Homes(Protocol):
 
 class Screen(Protocol):
     """What checks a command's options (parsed and validated), a form's values and a press
-    that starts work (with the stored prompt it sends again, if any) before the feature owning
+    that starts work (with the stored text it sends again, if any: a job's ``prompt``, or a
+    conversation's message under :data:`bot.refs.STORED_MESSAGE`) before the feature owning
     them acts (moderation); it refuses with :class:`UserError`."""
 
     async def screen(
@@ -265,7 +265,7 @@ class Router:
                 if work is None:
                     raise ValueError(f"action {action!r} does not say what a press starts")
                 if work is Work.RESUBMIT and kind not in STORED_PROMPT_KINDS:
-                    raise ValueError(f"action {action!r} resubmits, but names no job's prompt")
+                    raise ValueError(f"action {action!r} resubmits, but names no stored text")
                 self._by_action[action] = (feature, kind)
                 self._work[action] = work
 
@@ -465,13 +465,13 @@ class Router:
 
     async def _screen_press(self, event: ButtonPress, referent: Referent) -> None:
         """Screen a press that starts work (see :class:`bot.refs.Work`): a resubmitting one
-        with its job's stored prompt, as a command typing it would be."""
+        with the stored text it sends again, as typing it would be."""
         work = self._work[event.action]
         if self.screen is None or work is Work.FREE:
             return
         values: dict[str, OptionValue] = {}
-        if work is Work.RESUBMIT and isinstance(referent, JobReferent | PreviewReferent):
-            values["prompt"] = referent.job.prompt
+        if work is Work.RESUBMIT and self.refs is not None:
+            values = await self.refs.resubmitted(referent)
         await self.screen.screen(event, values)
 
     def _options(self, event: Command) -> dict[str, OptionValue]:

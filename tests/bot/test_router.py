@@ -475,5 +475,5 @@ def test_every_action_says_what_a_press_starts() -> None:
     outbox = Outbox(SurfaceRegistry([FakePlatform()]))
     with pytest.raises(ValueError, match="does not say what a press starts"):
         Router(outbox, [Undeclared()])
-    with pytest.raises(ValueError, match="names no job's prompt"):
+    with pytest.raises(ValueError, match="names no stored text"):
         Router(outbox, [ResubmitsNothing()])

@@ -175,7 +175,7 @@ class ChatEngine:
     work: ClassVar[Mapping[str, Work]] = {
         VISION_ACTION: Work.PAID,
         PICK_ACTION: Work.FREE,
-        REGENERATE_ACTION: Work.PAID,
+        REGENERATE_ACTION: Work.RESUBMIT,
         BRANCH_ACTION: Work.FREE,
     }
 

@@ -49,6 +49,7 @@ from bot.kernel import (
     _,
     metrics,
 )
+from bot.refs import STORED_MESSAGE
 from storage import Job, ModerationRule, ModerationStore, Offence
 
 log = logging.getLogger(__name__)
@@ -103,7 +104,8 @@ class Moderation:
     ) -> None:
         """Refuse (:class:`UserError`) a command, form or press that starts work of a banned
         user, or whose prompt fields (a press: the stored prompt it sends again) break a
-        rule."""
+        rule; a press's stored chat message (:data:`bot.refs.STORED_MESSAGE`, 🔁) is refused
+        as :meth:`check_message` refuses it typed."""
         name = event.name if isinstance(event, Command) else event.action
         if isinstance(event, Command) and name.startswith("admin."):
             return
@@ -116,6 +118,9 @@ class Moderation:
         ]
         if texts:
             await self._check(event.user, event.place, "\n".join(texts), echo=True)
+        message = values.get(STORED_MESSAGE)
+        if isinstance(message, str) and message.strip():
+            await self._check(event.user, event.place, message, echo=False)
 
     async def check_message(self, event: UserMessage, text: str) -> None:
         """Refuse (:class:`UserError`) a chat message of a banned user, or one breaking a rule

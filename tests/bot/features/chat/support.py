@@ -24,7 +24,7 @@ from bot.features.chat.tools import ChatImageTools
 from bot.features.jobs import Tiers
 from bot.features.moderation import Moderation
 from bot.kernel import ModerationSettings, Place, PlatformProfile, User
-from bot.router import Conversations, Feature, Router
+from bot.router import Conversations, Feature, Router, Screen
 from simulator.server import RunningSimulator, serve
 from simulator.state import SimulatorConfig
 from storage import SqliteStore
@@ -56,7 +56,8 @@ class ChatWorld:
 
     With ``plan="free"`` the chat engine and the account feature use a free-plan client (the
     simulator's free key); the job features keep the harness's client. ``moderated``: the chat
-    engine checks messages and answers against the workspace's moderation rules."""
+    engine checks messages and answers against the workspace's moderation rules, and the router
+    screens commands, forms and presses (as genbot/compose.py wires them)."""
 
     sim: RunningSimulator
     db_path: Path
@@ -143,6 +144,11 @@ class ChatWorld:
     def _conversations(self, parts: Parts) -> Conversations:
         return self.engine
 
+    def _screen(self, parts: Parts) -> Screen:
+        return Moderation(
+            ModerationSettings(), parts.store.moderation, audit=AuditTrail(parts.store.audit, 90)
+        )
+
     async def start(self) -> None:
         self.genbot = await self._stack.enter_async_context(
             running_genbot(
@@ -153,6 +159,7 @@ class ChatWorld:
                 webhooks=self.webhooks,
                 features=self._features,
                 conversations=self._conversations,
+                screen=self._screen if self.moderated else None,
             )
         )
 

@@ -1,6 +1,7 @@
 """An answer's controls on the fake platform, against the simulator over HTTP: ⏹ Stop while it
-streams (the provider's stream is closed: the simulator sends nothing more), 🔁 regenerate, and
-👍/👎 stored, counted and shown to admins by ``/usage``."""
+streams (the provider's stream is closed: the simulator sends nothing more), 🔁 regenerate (its
+message checked against the rules in force, as if typed), and 👍/👎 stored, counted and shown to
+admins by ``/usage``."""
 
 from __future__ import annotations
 
@@ -17,7 +18,17 @@ from bot.features.chat.regenerate import ONLY_THE_NEWEST, REPLACED_NOTE
 from bot.features.chat.renderer import STOPPED_NOTE
 from bot.kernel import STOP_ACTION, ButtonPress, User, metrics
 from simulator.chat import PIECE_DELAY_SECONDS
-from tests.bot.features.chat.support import ALICE, BOB, DM, ChatWorld, chat_world, sim_config
+from storage import ModerationRule
+from tests.bot.features.chat.support import (
+    ALICE,
+    BOB,
+    BOB_DM,
+    DM,
+    ChatWorld,
+    chat_world,
+    sim_config,
+)
+from tests.bot.test_router import untimed
 from tests.fakes.platform import PostedMessage
 
 SLOW = 5.0
@@ -117,6 +128,31 @@ async def test_regenerate_replaces_the_answer_in_the_history_and_keeps_it_shown(
         assert history[-2]["content"] == turns[-1].content
         await alice.press(second, REGENERATE_LABEL)
         assert world.platform.ephemerals[-1].text == ONLY_THE_NEWEST
+
+
+async def test_regenerate_checks_the_message_against_the_rules_in_force_as_if_typed(
+    tmp_path: Path,
+) -> None:
+    async with chat_world(tmp_path, moderated=True) as world:
+        alice = world.actor()
+        await alice.say("echo: a gory fox")
+        answer = answer_in(world, REGENERATE_LABEL)
+        assert answer is not None
+        await world.store.moderation.add_rule("fake", "w1", ModerationRule("gore", "gory"), "root")
+        calls, shown = len(world.chat_bodies()), answer.text
+
+        await alice.press(answer, REGENERATE_LABEL)
+        await world.actor(BOB, BOB_DM).say("echo: a gory fox")
+
+        assert len(world.chat_bodies()) == calls, "nothing asked again"
+        [regenerated] = world.platform.ephemerals_for(ALICE.id)
+        [typed] = world.platform.ephemerals_for(BOB.id)
+        assert "**gore**" in regenerated and "1st" in regenerated
+        assert untimed(regenerated) == untimed(typed), "the same refusal as the message typed"
+        assert await world.store.moderation.banned_until("fake", ALICE.id) is not None
+        turns = await world.store.conversations.conversation_tail(1, max_tokens=10**9)
+        assert [t.state for t in turns] == [None, None], "the answer is not replaced"
+        assert world.platform.messages[answer.ref.message_id].text == shown
 
 
 async def test_only_the_user_answered_may_stop_or_regenerate(tmp_path: Path) -> None:
