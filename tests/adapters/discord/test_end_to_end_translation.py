@@ -1,8 +1,9 @@
 """End to end, prompt translation on Discord (issue 31 item 5): with ``[prompts] translate =
 "auto"`` a Japanese ``/imagine`` with ``--ar 16:9`` reaches the simulator in English with
 ``--ar 16:9`` as written, and its grid shows both prompts; with ``"ask"`` the private offer's
-**Translate to English?** does the same — through the real discord.py, the fake Discord, the
-real core and the simulator over HTTP."""
+**Translate to English?** does the same, and refuses a translation that breaks a rule as if
+typed — through the real discord.py, the fake Discord, the real core (as genbot/compose.py
+wires it) and the simulator over HTTP."""
 
 from __future__ import annotations
 
@@ -14,6 +15,7 @@ import pytest
 from bot.kernel import PromptsSettings
 from simulator.server import RunningSimulator, serve
 from simulator.state import SimulatorConfig
+from storage import ModerationRule
 from tests.adapters.discord.harness import Harness
 from tests.adapters.discord.real_core import (
     QUICK_BUCKET,
@@ -97,3 +99,31 @@ async def test_ask_translate_to_english_runs_it_in_english(
         [sent] = creations(sim, "imagine")
         assert sent.body["prompt"] == ENGLISH
         assert f"Translated into English: {ENGLISH}" in ephemeral_texts(fake, alice)
+
+
+async def test_ask_a_translation_breaking_a_rule_is_refused_as_if_typed(
+    harness: Harness, sim: RunningSimulator, tmp_path: Path
+) -> None:
+    """A workspace rule in English that the Japanese prompt does not match: its translation
+    does, and is refused with the offence typing it would earn; nothing is imagined."""
+    fake = harness.fake
+    alice, general = fake.user("alice"), fake.channel("general")
+    ask = PromptsSettings(translate="ask")
+    db = tmp_path / "genbot.db"
+    async with real_genbot(
+        harness, sim, db, edit_window_seconds=QUICK_WINDOW, prompts=ask
+    ) as genbot:
+        rule = ModerationRule("lights", "lighthouse")
+        assert await genbot.store.moderation.add_rule("discord", str(fake.guild_id), rule, "root")
+        await fake.slash(alice, general, "imagine", {"prompt": JAPANESE})
+        offer = await fake.wait_for(lambda: offer_of(fake, alice), what="the offer")
+
+        await fake.press(alice, offer, "Translate to English?")
+
+        def refused() -> str | None:
+            return next((t for t in ephemeral_texts(fake, alice) if "Refused" in t), None)
+
+        told = await fake.wait_for(refused, what="the refusal")
+        assert "**lights**" in told and "1st" in told and ENGLISH in told
+        assert translations(sim) == ["夕暮れの灯台"] and not creations(sim, "imagine")
+        assert await genbot.store.moderation.banned_until("discord", str(alice.id)) is not None
