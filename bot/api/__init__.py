@@ -79,6 +79,7 @@ from bot.api.models_diffusion import (
     Txt2ImgRequest,
 )
 from bot.api.models_task_records import (
+    ANY_IN_FLIGHT,
     CreateTaskResponse,
     MultiFetchResponse,
     TaskMeta,
@@ -115,6 +116,7 @@ from bot.api.tasks import TaskClient
 from bot.api.validation import RequestModel
 
 __all__ = [
+    "ANY_IN_FLIGHT",
     "CHAT_MODELS",
     "DEVELOPER_PLAN_MODELS",
     "INFERENCE_STEPS",

@@ -125,6 +125,10 @@ class TaskRecord(ResponseModel):
 IN_FLIGHT_TASK_STATUSES: frozenset[str] = frozenset(
     (TaskStatus.PENDING, TaskStatus.STAGED, TaskStatus.PROCESSING, TaskStatus.RETRY)
 )
+ANY_IN_FLIGHT = "*"
+"""A known status that stands for every status in flight (:meth:`MultiFetchResponse.in_flight_as`):
+the caller learns nothing from a task still in flight, whichever its status (a job cancelled
+while the provider runs its task to its end)."""
 BRIEF_FIELDS = ("task_id", "task_type", "status")
 """What :meth:`MultiFetchResponse.record` reads of a task still in flight."""
 
@@ -151,7 +155,10 @@ class MultiFetchResponse(ResponseModel):
         return read_model(TaskRecord, raw, "multi_fetch record")
 
     def in_flight_as(self, task_id: str, status: str | None) -> bool:
-        """Whether ``task_id``'s record says the task is still in flight in ``status``
-        (unread beyond its status: a poll that knew it so learns nothing)."""
+        """Whether ``task_id``'s record says the task is still in flight in ``status`` (any
+        status in flight, for :data:`ANY_IN_FLIGHT`), unread beyond its status: a poll that
+        knew it so learns nothing."""
         raw = self.data.get(task_id)
-        return raw is not None and status in IN_FLIGHT_TASK_STATUSES and raw.get("status") == status
+        if raw is None or raw.get("status") not in IN_FLIGHT_TASK_STATUSES:
+            return False
+        return status in (ANY_IN_FLIGHT, raw.get("status"))

@@ -142,8 +142,9 @@ class TaskClient:
     ) -> dict[str, TaskRecord | None]:
         """Records of any number of tasks of one key's account, by id (``None`` for ids the
         provider cannot resolve); a task still in flight reads as its id, type and status only
-        (:meth:`MultiFetchResponse.record`). ``known``: task id → the status the caller has; a
-        task still in flight in that status is left out of the answer (the caller learns
+        (:meth:`MultiFetchResponse.record`). ``known``: task id → the status the caller has
+        (``ANY_IN_FLIGHT``: whichever status in flight); a task still in flight in that status
+        is left out of the answer (the caller learns
         nothing from it, and reading records was most of a poll's work: issue 32). Ids are
         sent in calls of at most 50, a few at a time; the first call that fails raises its
         error (the others are cancelled)."""

@@ -15,6 +15,7 @@ from dataclasses import dataclass
 from typing import Any, Protocol
 
 from bot.api import (
+    ANY_IN_FLIGHT,
     ApiError,
     DiffusionFailed,
     DiffusionResponse,
@@ -68,6 +69,12 @@ _FOLLOWED_UNCANCELLED: frozenset[JobStatus] = ACTIVE_STATUSES - {"cancelled"}
 CANCELLED_KEEPS = frozenset(("credits", "provider_id", "last_webhook_at", "finished_at"))
 """What the provider's end of a cancelled job's task leaves in its row: what it was charged and
 what identifies the task, nothing shown."""
+
+
+def _known_as(job: Job | JobBrief) -> str:
+    """The provider status a poll learns nothing from for ``job``: a cancelled job's task
+    is only followed to its end, so any status in flight."""
+    return ANY_IN_FLIGHT if job.status == "cancelled" else job.status
 
 
 def charged_credits(record: TaskRecord) -> int:
@@ -319,7 +326,8 @@ class ProviderState:
         storage round trips per step, not per answer). A job the provider is done with goes to
         delivery as its answer is applied. A call that fails loses only its own tasks this round
         (logged). A task still in flight in its job's status is left out of the answer (nothing
-        to apply: most of a poll over thousands of jobs).
+        to apply: most of a poll over thousands of jobs), as is a cancelled job's task still in
+        flight in any status (it is only followed to its end).
         ``mark_polled``: store the poll's time of the jobs each answer was about, for the
         webhook backstop. ``spread``: each key's calls come evenly over ``spread`` seconds when
         there are more than go at once (:meth:`bot.api.tasks.TaskClient.multi_fetch_parts`).
@@ -356,7 +364,7 @@ class ProviderState:
         spread: float,
     ) -> bool:
         """One key's tasks read with multi_fetch, the answers applied as they come."""
-        known = {task_id: job.status for task_id, job in batch.items()}
+        known = {task_id: _known_as(job) for task_id, job in batch.items()}
         try:
             parts = self._provider.tasks.multi_fetch_parts(
                 batch, key=key, known=known, spread=spread

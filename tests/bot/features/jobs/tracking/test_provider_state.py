@@ -150,6 +150,39 @@ async def test_a_poll_reads_no_record_of_a_task_still_in_flight_as_its_job_says(
         assert await bare.store.tracking.list_unfinished_jobs(IN_FLIGHT_STATUSES) == []
 
 
+async def test_a_poll_reads_no_record_of_a_cancelled_jobs_task_still_in_flight(
+    tmp_path: Path,
+) -> None:
+    """A cancelled job's task is followed only to its end: whatever status in flight the
+    provider says it is in, a poll reads no record of it and no row of its job."""
+    async with serve(MANUAL) as sim, bare_engines(sim, tmp_path) as bare:
+        freeze(sim)
+        jobs = await in_flight(bare, JOBS)
+        for job in jobs:
+            assert await bare.store.jobs.transition(
+                job.id, IN_FLIGHT_STATUSES, "cancelled", result={"cancelled": True}
+            )
+        tracker = bare.engines.tracker
+        read, calls = tracker.state.records_read, len(sim.state.requests_to(MULTI_FETCH))
+        counting = counted(bare.store)
+
+        for _ in range(2):
+            await tracker.poll_round()
+            await tracker.wait_idle()
+
+        asked = sim.state.requests_to(MULTI_FETCH)[calls:]
+        assert sum(len(call.body["task_ids"]) for call in asked) == 2 * JOBS, "polled twice"
+        assert tracker.state.records_read == read, "no record read of a cancelled job in flight"
+        whole = sum(trip.rows_read for trip in counting.trips if reads_jobs_by_ids(trip))
+        assert whole == 0, f"{whole} job rows read whole for cancelled jobs in flight"
+        sim.advance(120)
+        await tracker.poll_round()
+        await tracker.wait_idle()
+        assert tracker.state.records_read == read + JOBS, "every finished task's record read"
+        task_ids = [job.provider_id for job in jobs if job.provider_id]
+        assert await statuses(bare, task_ids) == {"failed_posted"}, "ended hidden, charged"
+
+
 async def statuses(bare: Bare, task_ids: list[str]) -> set[str]:
     """The statuses of the jobs of these tasks."""
     jobs = await bare.store.tracking.list_unfinished_jobs(ALL_STATUSES)
