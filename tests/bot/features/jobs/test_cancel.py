@@ -16,9 +16,13 @@ from storage import IN_FLIGHT_STATUSES, Job
 from tests.bot.features.jobs.support import press, run_command
 from tests.bot.harness import PLACE, ROOMY, Genbot, harness, running_genbot
 from tests.fakes.platform import FakePlatform
+from tests.sim_holds import one_at_a_time
 
 MANUAL = SimulatorConfig(time_scale=1.0, clock_start=1_700_000_000)
 BACKENDS = ["sqlite", "postgres"]
+MULTI_FETCH = "/gen/v2/multi_fetch"
+"""Held while a test applies a record itself, so that no poll of the tracker ends the job
+first (the simulator's clock moved on: a poll is due)."""
 CAP_REFUSAL = "You already have 3 image jobs running"
 TAKEOVER_WAIT = 60.0
 """On PostgreSQL a process takes over released jobs only once it has been reachable for a lease
@@ -202,12 +206,13 @@ async def test_a_finish_applied_to_a_job_read_before_its_cancel_ends_it_hidden_a
         await alice.command("imagine", prompt="a fox")
         read_before = await bot.latest_job()
         await alice.press(bot.progress(read_before), "❌ Cancel")
-        bot.sim.advance(120)
-        assert read_before.provider_id is not None
-        record = await bot.parts.provider.tasks.fetch(read_before.provider_id)
-        assert record.status == "finished"
+        async with one_at_a_time(bot.sim, MULTI_FETCH):
+            bot.sim.advance(120)
+            assert read_before.provider_id is not None
+            record = await bot.parts.provider.tasks.fetch(read_before.provider_id)
+            assert record.status == "finished"
 
-        assert await bot.jobs.tracker.apply_task_record(read_before, record)
+            assert await bot.jobs.tracker.apply_task_record(read_before, record)
         ended = await bot.settled(read_before.id)
         usage = await bot.store.ledger.usage_for_user("fake", "alice")
 
