@@ -44,7 +44,8 @@ SQL_COMMANDED: Final = "SELECT * FROM jobs WHERE command_key = ?"
 SQL_JOB_EXISTS: Final = "SELECT 1 AS found FROM jobs WHERE id = ?"
 SQL_DERIVATIVE: Final = "SELECT * FROM jobs WHERE parent_job_id = ? AND action = ?"
 SQL_COUNT_ACTIVE: Final = (
-    "SELECT COUNT(*) AS n FROM jobs WHERE platform = ? AND requester_id = ?"
+    "SELECT COUNT(*) AS n, SUM(CASE WHEN status = 'cancelled' THEN 1 ELSE 0 END) AS cancelled"
+    " FROM jobs WHERE platform = ? AND requester_id = ?"
     f" AND status IN ({marks(len(_ACTIVE))})"
 )
 SQL_KEY_ACTIVE: Final = (
@@ -284,7 +285,8 @@ def _quota_refusal_of(
         rows = found["active"]
         active = (int(rows[0]["n"]) if rows else 0) + pending
         if active >= quota.max_active:
-            return QuotaRefusal("max_active", active, quota.max_active)
+            cancelled = int(rows[0]["cancelled"] or 0) if rows else 0
+            return QuotaRefusal("max_active", active, quota.max_active, cancelled=cancelled)
     if quota.max_daily_credits > 0:
         spent = spent_of(found["spent"], quota.refill, now)
         if spent.credits >= quota.max_daily_credits:

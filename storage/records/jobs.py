@@ -322,12 +322,14 @@ class JobQuota:
 class QuotaRefusal:
     """Why ``JobAdmission.create_job_within`` created nothing: ``limit`` is ``max_active`` or
     ``max_daily_credits``; ``used`` what the requester has (active jobs, credits in the
-    window); ``refills_at`` when the credits are below ``allowed`` again."""
+    window); ``refills_at`` when the credits are below ``allowed`` again; ``cancelled`` how
+    many of the active jobs are cancelled ones the provider still runs."""
 
     limit: Literal["max_active", "max_daily_credits"]
     used: int
     allowed: int
     refills_at: float | None = None
+    cancelled: int = 0
 
 
 @dataclass(frozen=True)

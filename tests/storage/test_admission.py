@@ -145,13 +145,15 @@ async def test_the_cap_counts_unknown_jobs_and_ignores_other_users(store: Store)
 
 
 async def test_the_cap_counts_cancelled_jobs_until_the_provider_is_done(store: Store) -> None:
-    quota = JobQuota(max_active=1)
+    """A refusal says how many of the jobs it counts are cancelled ones."""
+    quota = JobQuota(max_active=2)
+    await create_job(store.admission, new_job(status="processing"))
     job = await create_job(store.admission, new_job(status="processing"))
     assert await store.jobs.transition(job.id, "processing", "cancelled")
 
-    assert await store.admission.create_job_within(new_job(), quota) == QuotaRefusal(
-        "max_active", 1, 1
-    )
+    refusal = QuotaRefusal("max_active", 2, 2, cancelled=1)
+    assert await store.admission.create_job_within(new_job(), quota) == refusal
+    assert await store.admission.quota_refusal("discord", "u1", quota) == refusal
     assert await store.jobs.transition(job.id, "cancelled", "failed")
     assert not isinstance(await store.admission.create_job_within(new_job(), quota), QuotaRefusal)
 

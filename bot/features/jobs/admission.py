@@ -12,6 +12,7 @@ job — the tiers with their caps and budgets (:class:`Tiers`) and a user's plac
 - Concurrent jobs: a user may have at most the tier's ``concurrent_jobs`` jobs that are being
   created, in flight at the provider, sent but unconfirmed (``unknown``), or cancelled while
   the provider still runs them (``cancelled``) — both families together; ``0`` disables the cap.
+  Its refusal says how many of them are cancelled ones (they count until the provider is done).
 - Credits: a user whose ledger shows the tier's ``daily_credits`` or more in its window (today,
   UTC; or, refilled ``hourly``, the last 24 whole hours) may start no new job (``0`` disables
   the budget). Credits land in the ledger when an image task's result is posted (a cancelled
@@ -143,7 +144,10 @@ class Tiers:
         """The error that tells the user which limit stopped a new job, and when it frees."""
         tier = self.tier_of(platform, user).name if self.configured else None
         if refusal.limit == "max_active":
-            return UserError(_cap_reached(refusal.used, refusal.allowed, tier))
+            reached = _cap_reached(refusal.used, refusal.allowed, tier)
+            if refusal.cancelled:
+                reached = f"{reached} {_still_finishing(refusal.cancelled)}"
+            return UserError(reached)
         refill = self.quota_for(platform, user).refill
         return UserError(_budget_spent(refusal, refill, tier))
 
@@ -167,6 +171,16 @@ def _cap_reached(used: int, allowed: int, tier: str | None) -> str:
         used,
         allowed=allowed,
         tier=tier,
+    )
+
+
+def _still_finishing(cancelled: int) -> str:
+    """What the refusal of a job past the cap says of the ``cancelled`` jobs among those it
+    counts: the provider still runs them, and they count until it is done."""
+    return ngettext(
+        "{n} of them is cancelled and still finishing at the service.",
+        "{n} of them are cancelled and still finishing at the service.",
+        cancelled,
     )
 
 

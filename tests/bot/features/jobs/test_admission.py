@@ -173,3 +173,7 @@ def test_refusals_count_in_the_singular_when_there_is_one() -> None:
     )
     running = found.refused(QuotaRefusal("max_active", 1, 1), "web", User("u1"))
     assert str(running).startswith("You already have 1 image job running — ")
+    finishing = found.refused(QuotaRefusal("max_active", 3, 3, cancelled=1), "web", User("u1"))
+    assert str(finishing).endswith(
+        "wait for one to finish. 1 of them is cancelled and still finishing at the service."
+    )

@@ -62,7 +62,10 @@ async def test_cancelled_jobs_hold_the_cap_until_the_provider_ends_them_and_are_
 
         await alice.command("imagine", prompt="cancel probe 3")
         assert len(await bot.all_jobs()) == 3
-        assert bot.platform.ephemerals_for("alice")[-1].startswith(CAP_REFUSAL)
+        assert bot.platform.ephemerals_for("alice")[-1] == (
+            f"{CAP_REFUSAL} — the cap is 3; wait for one to finish. 3 of them are cancelled "
+            "and still finishing at the service."
+        )
         assert (await bot.store.ledger.usage_for_user("fake", "alice")).credits == 0
 
         bot.sim.advance(120)
