@@ -266,8 +266,15 @@ def run(ctx: click.Context, verbose: bool, log_format: str | None) -> None:
     help="Playground address (default [web] host, 127.0.0.1); any other than loopback needs "
     "[web] access_token (in a container: --host 0.0.0.0 -e GENBOT_WEB__ACCESS_TOKEN=…).",
 )
+@click.option(
+    "--data-dir",
+    type=click.Path(file_okay=False, path_type=Path),
+    default=None,
+    help="Keep the demo's data (database, images, playground identities) in this folder "
+    "across restarts (default: a fresh temporary folder, deleted at the stop).",
+)
 @click.pass_context
-def demo(ctx: click.Context, port: int | None, host: str | None) -> None:
+def demo(ctx: click.Context, port: int | None, host: str | None, data_dir: Path | None) -> None:
     """Try genbot with no account: the simulator and the web playground in one process."""
     from genbot.demo import run_demo
     from genbot.logs import configure_logging
@@ -278,7 +285,9 @@ def demo(ctx: click.Context, port: int | None, host: str | None) -> None:
     if given:
         settings = settings.model_copy(update={"web": settings.web.model_copy(update=given)})
     configure_logging(settings, verbose=False, quiet=True)
-    serve_command(lambda stop: run_demo(settings, stop), stopped_line="genbot demo stopped")
+    serve_command(
+        lambda stop: run_demo(settings, stop, data_dir=data_dir), stopped_line="genbot demo stopped"
+    )
 
 
 @main.command(short_help="Show the processes and the unfinished jobs.")

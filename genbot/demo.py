@@ -1,7 +1,9 @@
-"""``genbot demo``: the simulator and the web playground in one process, nothing to configure."""
+"""``genbot demo``: the simulator and the web playground in one process, nothing to configure
+(``--data-dir`` keeps its data across restarts)."""
 
 from __future__ import annotations
 
+import asyncio
 import random
 import socket
 import tempfile
@@ -12,6 +14,7 @@ from pydantic import SecretStr
 from adapters.discord.settings import DiscordSettings
 from adapters.slack.settings import SlackSettings
 from bot.kernel import ApiSettings, StorageSettings, WebhookSettings
+from genbot.demo_folders import PREFIX, claim, remove_leftovers
 from genbot.runtime import running
 from genbot.settings import Settings
 from genbot.signals import StopSignals
@@ -53,8 +56,8 @@ def _first_ephemeral_port() -> int:
 
 
 def demo_settings(settings: Settings, simulator_url: str, api_key: str, data_dir: Path) -> Settings:
-    """``settings`` pointed at the simulator, with a fresh database, the playground on, webhooks
-    on loopback, and no Discord or Slack."""
+    """``settings`` pointed at the simulator, with the database in ``data_dir``, the playground
+    on, webhooks on loopback, and no Discord or Slack."""
     webhook_port = free_port()
     return settings.model_copy(
         update={
@@ -75,20 +78,42 @@ def demo_settings(settings: Settings, simulator_url: str, api_key: str, data_dir
 
 
 async def run_demo(
-    settings: Settings, stop: StopSignals, time_scale: float = DEMO_TIME_SCALE
+    settings: Settings,
+    stop: StopSignals,
+    time_scale: float = DEMO_TIME_SCALE,
+    data_dir: Path | None = None,
 ) -> None:
-    """Serve the demo until ``stop`` says so, then stop everything and delete its data (a stop
-    during startup raises :class:`genbot.signals.StopRequested` after the same cleanup)."""
+    """Serve the demo until ``stop`` says so, then stop everything (a stop during startup
+    raises :class:`genbot.signals.StopRequested` after the same cleanup). Its data (database,
+    images) is kept in ``data_dir`` across restarts, and the playground's identities with it;
+    without one, in a fresh temporary folder deleted at the stop, and the folders earlier demos
+    left behind there are deleted first (:mod:`genbot.demo_folders`)."""
+    if data_dir is not None:
+        await asyncio.to_thread(data_dir.mkdir, mode=0o700, parents=True, exist_ok=True)
+        await _serve_demo(settings, stop, time_scale, data_dir, kept=True)
+        return
+    temp = Path(tempfile.gettempdir())
+    removed = remove_leftovers(temp)
+    if removed:
+        print(f"genbot demo: deleted {len(removed)} data folder(s) of demos that ended", flush=True)
+    with tempfile.TemporaryDirectory(prefix=PREFIX, dir=temp) as fresh:
+        claim(Path(fresh))
+        await _serve_demo(settings, stop, time_scale, Path(fresh), kept=False)
+
+
+async def _serve_demo(
+    settings: Settings, stop: StopSignals, time_scale: float, data_dir: Path, *, kept: bool
+) -> None:
     config = SimulatorConfig(time_scale=time_scale, insecure_webhooks=True)
-    with tempfile.TemporaryDirectory(prefix="genbot-demo-") as data_dir:
-        async with serve(config) as sim:
-            wired = demo_settings(settings, sim.base_url, config.api_key, Path(data_dir))
-            async with running(wired, stop, demo=True) as runtime:
-                print(
-                    f"genbot demo: open {runtime.web_url} in your browser (Ctrl-C stops it)\n"
-                    f"  admin (open it in the window that should be one): {runtime.web_admin_url}\n"
-                    f"  provider simulator at {sim.base_url}, data in {data_dir}\n"
-                    "  try: /imagine a lighthouse at dusk --ar 16:9 --turbo, then press U1",
-                    flush=True,
-                )
-                await stop.wait()
+    async with serve(config) as sim:
+        wired = demo_settings(settings, sim.base_url, config.api_key, data_dir)
+        async with running(wired, stop, demo=True) as runtime:
+            data = f"data in {data_dir}" + (" (kept)" if kept else "")
+            print(
+                f"genbot demo: open {runtime.web_url} in your browser (Ctrl-C stops it)\n"
+                f"  admin (open it in the window that should be one): {runtime.web_admin_url}\n"
+                f"  provider simulator at {sim.base_url}, {data}\n"
+                "  try: /imagine a lighthouse at dusk --ar 16:9 --turbo, then press U1",
+                flush=True,
+            )
+            await stop.wait()

@@ -5,14 +5,16 @@ from __future__ import annotations
 
 import signal
 import socket
+from contextlib import AbstractAsyncContextManager
 from pathlib import Path
 from typing import Any
 
 import pytest
+from yarl import URL
 
 from genbot.demo import EPHEMERAL_PORTS, FIRST_PICKED_PORT, free_port
 from simulator.diffusion import DEFAULT_MODEL
-from tests.genbot.process import clean_env, genbot
+from tests.genbot.process import GenbotProcess, clean_env, genbot
 from tests.genbot.stack import PlaygroundUser, labels, playground_user
 
 
@@ -78,6 +80,81 @@ async def test_demo_serves_a_working_playground_and_stops_cleanly_on_ctrl_c(
         assert "Traceback" not in demo.errors()
     assert not exists(data_dir)
     assert contents(temp) == []
+
+
+def demo_process(
+    tmp_path: Path, temp: Path, log: str, *args: str
+) -> AbstractAsyncContextManager[GenbotProcess]:
+    """``genbot demo *args`` on a free port, its temporary folder ``temp``."""
+    return genbot(
+        "demo",
+        "--port",
+        str(free_port()),
+        *args,
+        env=clean_env(tmp=temp),
+        cwd=tmp_path,
+        log=tmp_path / log,
+    )
+
+
+async def test_a_killed_demos_folder_is_deleted_at_the_next_start_and_no_other(
+    tmp_path: Path,
+) -> None:
+    """qa D14: a ``kill -9`` left the demo's folder (database, images) behind for good."""
+    temp = tmp_path / "tmp"
+    temp.mkdir()
+    unowned = temp / "genbot-demo-unowned"
+    unowned.mkdir()
+    async with demo_process(tmp_path, temp, "first.log") as first:
+        killed = Path((await first.line_matching(r"data in (\S+)")).group(1))
+        assert await first.stop(signal.SIGKILL) == -signal.SIGKILL
+    assert (killed / "genbot.db").is_file(), "a killed demo deletes nothing"
+
+    async with demo_process(tmp_path, temp, "second.log") as second:
+        await second.line_matching(URL_LINE)
+        fresh = Path((await second.line_matching(r"data in (\S+)")).group(1))
+        assert "genbot demo: deleted 1 data folder(s) of demos that ended" in second.printed
+        assert not exists(killed)
+        assert sorted(contents(temp)) == sorted([unowned, fresh])
+        assert await second.stop(signal.SIGINT) == 0, second.errors()
+    assert contents(temp) == [unowned], "a folder genbot did not claim is left alone"
+
+
+async def test_a_demo_with_a_data_dir_keeps_its_data_and_identities_across_a_restart(
+    tmp_path: Path,
+) -> None:
+    """qa D14: after a restart the open page reloaded with a new identity, its history gone."""
+    temp, data = tmp_path / "tmp", tmp_path / "kept"
+    temp.mkdir()
+    async with demo_process(tmp_path, temp, "first.log", "--data-dir", str(data)) as first:
+        url = (await first.line_matching(URL_LINE)).group(1)
+        assert (await first.line_matching(r"data in (.+) \(kept\)$")).group(1) == str(data)
+        async with playground_user(url) as user:
+            before = await me(user)
+            view = await user.watch()
+            echo_id = await user.command("/imagine a fox --turbo")
+            await view.until(lambda: view.with_buttons(echo_id, "U1"), timeout=20)
+            cookies = {
+                name: kept.value
+                for name, kept in user.session.cookie_jar.filter_cookies(URL(url)).items()
+            }
+        assert await first.stop(signal.SIGINT) == 0, first.errors()
+    assert (data / "genbot.db").is_file()
+
+    async with demo_process(tmp_path, temp, "second.log", "--data-dir", str(data)) as second:
+        url = (await second.line_matching(URL_LINE)).group(1)
+        returning = PlaygroundUser(url)
+        returning.session.cookie_jar.update_cookies(cookies, response_url=URL(url))
+        try:
+            assert await me(returning) == before, "the same identity, without loading the page"
+            async with returning.session.get("/api/history") as response:
+                shown = (await response.json())["messages"]
+            assert [labels(m)[0][0] for m in shown if m["buttons"]][-1] == "U1", "the grid is there"
+        finally:
+            await returning.close()
+        assert await second.stop(signal.SIGINT) == 0, second.errors()
+    assert (data / "genbot.db").is_file()
+    assert contents(temp) == [], "no temporary folder"
 
 
 async def test_demo_on_every_address_needs_the_access_token(tmp_path: Path) -> None:
