@@ -7,7 +7,8 @@ may be followed by ``true`` or ``false``; the prose options in ``PROSE_OPTIONS``
 up to the next flag (``--no cars, trees``). ``—ar`` (an em dash, as phones type ``--``) works too,
 and so does ``--ar=16:9``; an em-dash word that is not a known flag is plain text. A quoted
 word is never a flag (``"--verbose"``). Every problem is a :class:`CommandError` whose text is
-a short sentence for the user.
+a short sentence for the user, naming the option as the user gave it (``--ar``, ``The prompt``,
+or the option's name).
 """
 
 from __future__ import annotations
@@ -17,6 +18,8 @@ import re
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 
+from bot.api.errors import InvalidRequest
+from bot.api.validation import check_http_url
 from bot.kernel.command_names import CommandNames, command_names
 from bot.kernel.commands import (
     COMMANDS,
@@ -45,6 +48,7 @@ _ASPECT_RE = re.compile(r"\s*(\d+)\s*:\s*(\d+)\s*")
 _CONTROL_RE = re.compile(r"[\x00-\x08\x0b\x0c\x0e-\x1f\x7f-\x9f]")
 _BIDI_RE = re.compile(r"[\u202a-\u202e\u2066-\u2069]")
 _INVISIBLE_RE = re.compile(r"[\s\u00ad\u180e\u200b-\u200f\u2060-\u2064\ufeff]*")
+_PARAMETER_RE = re.compile(r"(?<!\S)(?:--|—)[A-Za-z]")
 _CONTROL_NAMES = {0x00: "NUL", 0x07: "BEL", 0x08: "BS", 0x1B: "ESC", 0x7F: "DEL"}
 _FREE_TEXT_LABELS = {
     # Translators: how an error names what a command takes as plain text, e.g. "the prompt
@@ -229,13 +233,21 @@ def _display_name(spec: CommandSpec) -> str:
 
 
 def _label(spec: CommandSpec, name: str, text_style: bool) -> str:
+    """How a sentence about option ``name`` begins: ``--ar`` (a text command's flag), ``The
+    prompt`` (what a text command takes as plain text), else the option's name."""
     option = spec.option(name)
     if text_style and name == spec.free_text:
-        label = _FREE_TEXT_LABELS.get(name)
-        return _(label) if label is not None else name.replace("_", " ")
+        phrase = _free_text(name)
+        return phrase[:1].upper() + phrase[1:]
     if text_style and option is not None and option.flags:
         return option.flags[0]
     return name
+
+
+def _free_text(name: str) -> str:
+    """What a command takes as plain text, within a sentence: ``the prompt``."""
+    label = _FREE_TEXT_LABELS.get(name)
+    return _(label) if label is not None else name.replace("_", " ")
 
 
 def _number(value: float) -> str:
@@ -342,6 +354,8 @@ def _check(spec: CommandSpec, option: Option, label: str, value: OptionValue) ->
         return choice
     if option.name == "aspect_ratio":
         return parse_aspect_ratio(str(value), label)
+    if option.name == "url":
+        return _http_link(str(value), label)
     if isinstance(value, int | float) and not isinstance(value, bool):
         if option.min_value is not None and value < option.min_value:
             raise CommandError(
@@ -362,6 +376,32 @@ def _check(spec: CommandSpec, option: Option, label: str, value: OptionValue) ->
                 )
             )
     return value
+
+
+def _http_link(text: str, label: str) -> str:
+    """``text`` when it is an http(s) link, by the provider client's rule
+    (:func:`bot.api.validation.check_http_url`), refused naming the option as the user gave it
+    before any request is built."""
+    try:
+        return check_http_url(label, text)
+    except InvalidRequest:
+        raise CommandError(
+            _(
+                "{label} must be an http or https link (got {value}).",
+                label=label,
+                value=repr(text),
+            )
+        ) from None
+
+
+def _check_prompt(prompt: str, label: str) -> None:
+    """Refuse, as :func:`check_text` refuses invisible text, a prompt whose Midjourney
+    parameters travel in it (``--v 6``, ``--no cars``: from its first ``--flag`` on, as the
+    provider reads them) and whose text before them is only invisible characters (a
+    zero-width space and ``--v 6`` is refused as the zero-width space alone is)."""
+    found = _PARAMETER_RE.search(prompt)
+    if found is not None:
+        check_text(prompt[: found.start()], label)
 
 
 def parse_aspect_ratio(text: str, label: str = "aspect_ratio") -> str:
@@ -407,7 +447,9 @@ def validate_options(
     files_later: bool = False,
 ) -> dict[str, OptionValue]:
     """Typed, checked option values: types converted, choices matched (case-insensitively, to
-    their canonical spelling), bounds and aspect ratios checked, required options present.
+    their canonical spelling), bounds, aspect ratios and links (``url``) checked, a prompt that
+    keeps its Midjourney parameters refused when only invisible text comes before them,
+    required options present.
 
     ``attachments`` names the attachment options the user supplied. ``text_style`` names
     options by their flag (``--ar``) in messages, for text commands; otherwise by their name.
@@ -431,6 +473,8 @@ def validate_options(
         value = _convert(option, label, raw)
         if value == "":
             continue
+        if name == "prompt" and spec.keeps_unknown_flags:
+            _check_prompt(str(value), label)
         result[name] = _check(spec, option, label, value)
     supplied = set(attachments)
     for option in spec.options:
@@ -453,7 +497,10 @@ def _missing(spec: CommandSpec, option: Option, text_style: bool) -> str:
                 example=_(spec.examples[0]),
             )
         return _("/{command} needs {option} (attach a file).", command=command, option=option.name)
-    label = _label(spec, option.name, text_style)
+    if option.name == spec.free_text:
+        label = _free_text(option.name)
+    else:
+        label = _label(spec, option.name, text_style)
     if spec.examples:
         return _(
             "/{command} needs {option}. For example: {example}",

@@ -108,7 +108,7 @@ CHAT_CASES = [
         plan="free",
     ),
     text("chat-missing-prompt", "chat", "--temp 1", "/chat needs the prompt"),
-    options("chat-no-options", "chat", {}, "/chat needs prompt"),
+    options("chat-no-options", "chat", {}, "/chat needs the prompt"),
 ]
 
 IMAGINE_CASES = [
@@ -135,7 +135,7 @@ IMAGINE_CASES = [
         {"prompt": "a fox", "skip_prompt_check": "perhaps"},
         "true or false",
     ),
-    options("imagine-missing-prompt", "imagine", {}, "/imagine needs prompt"),
+    options("imagine-missing-prompt", "imagine", {}, "/imagine needs the prompt"),
     text("imagine-only-flags", "imagine", "--ar 16:9 --fast", "/imagine needs the prompt"),
     text("imagine-version-word", "imagine", "a fox --v seven", "--v", "version number"),
     options(

@@ -250,6 +250,31 @@ async def test_an_invalid_option_is_refused_privately_with_no_provider_call(
         assert stack.sim.state.requests_to("/diff/") == []
 
 
+async def test_bad_input_genbot_refuses_itself_is_said_privately_in_the_options_words(
+    tmp_path: Path,
+) -> None:
+    """Invisible text before an /imagine prompt's parameters, a missing prompt, a /describe
+    link that is none: refused before the provider, privately, naming what the user gave."""
+    async with real_stack(tmp_path) as stack, playground_user(stack.url) as user:
+        view = await user.watch()
+        refusals = {
+            "/imagine \u200b --v 6": "The prompt has only invisible characters (zero-width "
+            "spaces and the like); write it in visible text.",
+            "/imagine --fast": "/imagine needs the prompt. For example: /imagine a fox in the "
+            "snow --ar 16:9 --fast",
+            "/imagine": "/imagine needs the prompt. For example: /imagine a fox in the snow "
+            "--ar 16:9 --fast",
+            "/describe not-a-url": "The url must be an http or https link (got 'not-a-url').",
+        }
+        for text, refusal in refusals.items():
+            echo_id = await user.command(text)
+            await view.until(lambda: view.handled(echo_id))  # noqa: B023
+            assert [(m["kind"], m["text"]) for m in view.after(echo_id)] == [
+                ("ephemeral", refusal)
+            ], text
+        assert stack.sim.state.requests_to("/gen/v2/") == []
+
+
 async def test_in_german_help_settings_a_grid_its_buttons_and_a_refusal(tmp_path: Path) -> None:
     """A playground whose switch says German: /help, /settings, the grid and its buttons, the
     upscale's buttons and a refusal speak German."""

@@ -189,11 +189,12 @@ def test_aspect_ratios_are_normalised() -> None:
 
 
 def test_required_options_and_attachments() -> None:
-    assert error_of(parse_and_validate, IMAGINE, "--ar 1:1") == (
-        "/imagine needs the prompt. For example: /imagine a fox in the snow --ar 16:9 --fast"
-    )
-    assert error_of(validate_options, IMAGINE, {"aspect_ratio": "1:1"}).startswith(
-        "/imagine needs prompt."
+    needs = "/imagine needs the prompt. For example: /imagine a fox in the snow --ar 16:9 --fast"
+    assert error_of(parse_and_validate, IMAGINE, "--ar 1:1") == needs
+    assert error_of(validate_options, IMAGINE, {"aspect_ratio": "1:1"}) == needs, "one wording"
+    assert error_of(validate_options, IMAGINE, {}) == needs, "nothing typed"
+    assert error_of(validate_options, TXT2IMG, {}).startswith(
+        "/diffusion txt2img needs the prompt. For example:"
     )
     blend = command("blend")
     assert "needs image2 (attach a file)" in error_of(
@@ -204,6 +205,51 @@ def test_required_options_and_attachments() -> None:
     }
     assert "must be an attached file" in error_of(validate_options, blend, {"image1": "x"})
     assert "has no option 'colour'" in error_of(validate_options, blend, {"colour": "red"})
+
+
+def test_a_sentence_about_the_free_text_begins_with_a_capital_letter() -> None:
+    assert error_of(parse_and_validate, IMAGINE, "\u200b\u200c") == (
+        "The prompt has only invisible characters (zero-width spaces and the like); write it "
+        "in visible text."
+    )
+    twice = "https://x.test/a.png --url https://x.test/b.png"
+    assert error_of(parse_command_text, command("describe"), twice) == "The url was given twice."
+    assert error_of(validate_options, IMAGINE, {"prompt": "\u200b"}).startswith(
+        "prompt has only invisible characters"
+    ), "an option's name keeps its spelling"
+
+
+def test_a_prompt_of_invisible_text_and_parameters_is_refused_as_invisible_text_is() -> None:
+    invisible = (
+        "The prompt has only invisible characters (zero-width spaces and the like); write it "
+        "in visible text."
+    )
+    for text in ("\u200b --v 6", "\u2060\ufeff —v 6 --no cats", "\u200b --ar 2:3 --stylize 9"):
+        assert error_of(parse_and_validate, IMAGINE, text) == invisible, repr(text)
+    assert error_of(validate_options, IMAGINE, {"prompt": "\u200b --v 6"}).startswith(
+        "prompt has only invisible characters"
+    )
+    for fine in ("a fox --v 6", "https://x.test/a.png --iw 2", '"--v" 6', "--v 6 --no cats"):
+        assert parse_and_validate(IMAGINE, fine)["prompt"] == fine
+    assert parse_and_validate(command("prefer.suffix"), "\u200b --v 6")["value"] == (
+        "\u200b --v 6"
+    ), "a suffix is no prompt: its parameters may stand alone"
+
+
+def test_a_link_is_refused_naming_the_option_as_the_user_gave_it() -> None:
+    describe = command("describe")
+    assert error_of(parse_and_validate, describe, "not-a-url") == (
+        "The url must be an http or https link (got 'not-a-url')."
+    )
+    assert error_of(parse_and_validate, describe, "--url ftp://x.test/a.png") == (
+        "The url must be an http or https link (got 'ftp://x.test/a.png')."
+    )
+    assert error_of(validate_options, describe, {"url": "not-a-url"}) == (
+        "url must be an http or https link (got 'not-a-url')."
+    )
+    assert validate_options(describe, {"url": " https://x.test/a.png "}) == {
+        "url": "https://x.test/a.png"
+    }
 
 
 def test_empty_strings_count_as_absent() -> None:
