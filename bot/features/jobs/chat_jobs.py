@@ -26,8 +26,10 @@ class ChatJobs:
     ) -> Job:
         """Start an imagine job whose progress and grid are posted in ``event``'s place
         (the conversation's thread or channel). Raises :class:`bot.kernel.errors.UserError` (caps,
-        budget) or :class:`bot.api.InvalidRequest` (bad prompt) before anything starts; a
-        provider refusal returns the job in ``create_failed`` with ``error`` set, a creation
+        budget) or :class:`bot.api.InvalidRequest` (bad prompt) before anything starts, and
+        :class:`~bot.kernel.errors.UserError` with the provider's reason when it refuses the
+        request as invalid (no card is left); another refusal by the provider returns the job
+        in ``create_failed`` with ``error`` set, a creation
         the provider never confirmed returns it in ``unknown`` (its progress message says so;
         it may still be adopted and posted)."""
         return await self._images.imagine(event, prompt, aspect_ratio=aspect_ratio)

@@ -38,7 +38,9 @@ retries); once the retries are used up the job ends ``failed_posted`` and its pr
 says the result could not be posted. A cancelled job (``result["cancelled"]``) is hidden: its
 progress message is deleted when it is cancelled (:meth:`JobMessages.hide_cancelled`), and once
 the provider is done with it (``cancelled → failed``) its delivery charges what the provider
-reported and shows nothing.
+reported and shows nothing. A job whose request the provider refused as invalid is recorded
+``create_failed`` without its progress message, which is taken off the channel the same way
+(:meth:`JobMessages.mark_refused`: its user is told why privately).
 
 Used buttons (:class:`ButtonMarks`): a pressed button is remembered on the job it was pressed on and
 drawn primary (as Midjourney marks them), and a second press is answered with a link to the result.
@@ -504,6 +506,32 @@ class JobMessages:
         self._watch.touch(job.id)
         return current
 
+    async def mark_refused(self, job: Job, reason: str) -> Job:
+        """Move a ``creating`` job whose request the provider refused as invalid to
+        ``create_failed`` with ``reason`` (as :meth:`mark_not_started` does) and take its
+        progress message off the channel: the refusal is its requester's to read, privately
+        (:class:`~bot.features.jobs.starter.JobStarter` raises it). The move records that the
+        job has no progress message any more, so a command handled again is refused privately
+        too; the message is then deleted (where the surface can, else it says the job did not
+        start, without the reason). The job as for :meth:`mark_not_started`."""
+        with speaking(job_language(job)):
+            reason = _(reason)
+            moved = await self._store.jobs.transition_answering(
+                job.id,
+                "creating",
+                "create_failed",
+                error=reason,
+                progress_message_id=None,
+                fence=job.lease,
+            )
+            current = moved or await self._store.jobs.get_job(job.id) or job
+            if moved is not None:
+                metrics.JOBS_FAILED.labels(job.type).inc()
+                await self._take_off(job, wording.not_started_text(job))
+                self.forget(job.id)
+        self._watch.touch(job.id)
+        return current
+
     async def mark_unconfirmed(self, job: Job, reason: str) -> Job:
         """Move a ``creating`` job the provider may have received to ``unknown`` and tell the
         user (see :func:`bot.features.jobs.wording.unconfirmed_text`). ``reason`` as for
@@ -634,11 +662,16 @@ class JobMessages:
         """Take a cancelled job off the channel: its progress message is deleted (where the
         surface can, else it says cancelled, without buttons), and no progress update shows
         it again. Its status is left as it is; never raises."""
+        await self._take_off(job, wording.cancelled_text(job))
+
+    async def _take_off(self, job: Job, collapsed: str) -> None:
+        """Take ``job``'s progress message off the channel: deleted where the surface can,
+        else ``collapsed`` without buttons; no progress update shows it again. Never raises."""
         self._mark_final(job.id)
         if job.progress_message_id is not None and job.platform in self._platforms:
             ref = MessageRef(place_of(job), job.progress_message_id)
             async with self._lock(job.id):
-                await self._retire(job, ref, wording.cancelled_text(job))
+                await self._retire(job, ref, collapsed)
         await self._end_drawing(job)
 
     async def _hide(self, job: Job) -> float | None:

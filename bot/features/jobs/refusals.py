@@ -1,4 +1,5 @@
-"""A follow-up the provider refuses: the user is told which one, and its button is disabled.
+"""Refusals of a job's creation: a follow-up the provider refuses (the user is told which one,
+and its button is disabled), and which refusals are the user's to read privately.
 
 When genbot offers a follow-up the provider does not accept for that image (genbot guessed it
 from the documented rules, or the provider changed its mind), the creation call answers 400 or
@@ -6,6 +7,10 @@ from the documented rules, or the provider changed its mind), the creation call 
 is recorded on the pressed job (``result["refused_actions"]``) and its result message is redrawn
 with that button disabled, so nobody presses it again. A refusal for want of credits is not the
 action's fault and disables nothing.
+
+A 400, for any job, is the provider's refusal of the request itself (:func:`refuses_request`):
+the presser or the command's user reads it privately and the job's card leaves the channel;
+other refusals stay on the job's card.
 """
 
 from __future__ import annotations
@@ -45,6 +50,19 @@ def refuses_follow_up(error: BaseException) -> bool:
     if isinstance(error, TaskCreationRefused):
         return error.kind is not RefusalKind.INSUFFICIENT_CREDIT
     return False
+
+
+def refuses_request(error: BaseException) -> bool:
+    """Whether a creation call's ``error`` is the provider's refusal of the request itself:
+    its validation answer (HTTP 400, "request format does not meet requirements": a ratio, a
+    version, a value it does not take), for a follow-up too. Nothing started, and the reason
+    is the requester's own input, so it is told to them privately and no job card stays in
+    the channel (:meth:`bot.features.jobs.starter.JobStarter.start`). A creation refused in
+    the body (``status: failed``: the origin gone, no credit…), a key's or an account's
+    refusal, a server error or a timeout are not."""
+    if isinstance(error, FollowUpRefused):
+        error = error.cause
+    return isinstance(error, BadRequest)
 
 
 async def disable_follow_up(

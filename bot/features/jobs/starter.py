@@ -10,10 +10,14 @@
 4. ``submitted`` (or ``finished`` / ``processing`` for diffusion) with the provider's id,
    shown in the progress message at once;
    ``create_failed`` when the call certainly did not start anything (not sent, refused,
-   invalid, still rate-limited after genbot's wait); ``unknown`` when the provider may have
-   received it but never confirmed it (a 5xx, a read timeout or a reset after sending, an
-   unreadable answer, cancellation): then the user is told, the job is never created again,
-   a webhook may adopt it and the tracker times it out;
+   invalid, still rate-limited after genbot's wait) — when the provider refused the request
+   itself as invalid (a 400: a ratio or version it does not take), the progress message is
+   removed and the reason raised to the user, privately (the progress message is posted
+   before the call because a job with one may have reached the provider, which is what
+   restarts and takeovers rely on; a refused job is recorded without it); ``unknown`` when
+   the provider may have received it but never confirmed it (a 5xx, a read timeout or a
+   reset after sending, an unreadable answer, cancellation): then the user is told, the job
+   is never created again, a webhook may adopt it and the tracker times it out;
 5. the tracker takes over.
 
 A step whose record the database refuses (an outage) is not retried here, except the provider's
@@ -67,7 +71,12 @@ from bot.features.jobs.params import (
     run_mode,
     with_language,
 )
-from bot.features.jobs.refusals import FollowUpRefused, disable_follow_up, refuses_follow_up
+from bot.features.jobs.refusals import (
+    FollowUpRefused,
+    disable_follow_up,
+    refuses_follow_up,
+    refuses_request,
+)
 from bot.features.jobs.webhook_addresses import Webhook, WebhookAddresses
 from bot.features.jobs.webhook_secrets import WebhookSecrets
 from bot.features.jobs.wording import LOST_BEFORE_SUBMIT, RESTARTED_BEFORE_SUBMIT, heading
@@ -320,7 +329,10 @@ class JobStarter:
         """Start a job for ``event``'s user in ``event``'s place; returns it: in flight, or
         ``create_failed`` (certainly not started; the progress message says why), or
         ``unknown`` (the provider may have it; the progress message says so). Raises
-        :class:`UserError` for caps, budgets and repeated presses."""
+        :class:`UserError` for caps, budgets and repeated presses, and with the provider's
+        reason when it refused the request itself (:func:`refuses_request`): that job is
+        ``create_failed`` and its progress message is gone, so the router's answer, private
+        where the platform allows, is the only word of it."""
         try:
             job = await self._create_row(event, spec)
         except AlreadyStarted as before:
@@ -355,6 +367,12 @@ class JobStarter:
                 except StorageError as lost:
                     return self._left_to_the_tracker(job, lost)
                 await self._disable_refused(spec, error)
+                if (
+                    refuses_request(error)
+                    and settled.status == "create_failed"
+                    and settled.progress_message_id is None
+                ):
+                    raise UserError(provider_text(error)) from None
                 return settled
             except BaseException as error:
                 await asyncio.shield(self._not_confirmed(job, error))
@@ -480,6 +498,8 @@ class JobStarter:
         with speaking(job_language(job)):
             if creation_not_started(error):
                 assert isinstance(error, ApiError)
+                if refuses_request(error):
+                    return await self.delivery.mark_refused(job, provider_text(error))
                 return await self.delivery.mark_not_started(job, provider_text(error))
             log.warning("job %s may have reached the provider unconfirmed: %r", job.id, error)
             return await self.delivery.mark_unconfirmed(job, unconfirmed_reason(error))

@@ -233,6 +233,12 @@ def cancelled_text(job: Job) -> str:
     return _("🚫 {heading} — cancelled", heading=heading(job))
 
 
+def not_started_text(job: Job) -> str:
+    """What the progress message of a job whose request the provider refused says where it
+    cannot be deleted (the reason is told only to the requester)."""
+    return _("❌ {heading} — did not start", heading=heading(job))
+
+
 def unconfirmed_text(job: Job, reason: str) -> str:
     """The progress message of a job the provider may have received but never confirmed."""
     if job.webhook_secret:

@@ -250,6 +250,34 @@ async def test_an_invalid_option_is_refused_privately_with_no_provider_call(
         assert stack.sim.state.requests_to("/diff/") == []
 
 
+async def test_a_request_the_provider_refuses_is_told_privately_and_no_card_stays(
+    tmp_path: Path,
+) -> None:
+    """``--ar 99:1`` reaches the provider (docs/provider.md#prompt-check), which refuses it: its
+    user alone reads why, and the job's card, posted before the call, is deleted for everyone."""
+    async with (
+        real_stack(tmp_path) as stack,
+        playground_user(stack.url) as user,
+        playground_user(stack.url) as neighbour,
+    ):
+        view, neighbours_view = await user.watch(), await neighbour.watch()
+        echo_id = await user.command("/imagine a cat --ar 99:1")
+        await view.until(lambda: view.handled(echo_id))
+        await neighbours_view.until(lambda: neighbours_view.handled(echo_id))
+
+        shown = [m for m in view.after(echo_id) if not m["deleted"]]
+        assert [(m["kind"], m["text"]) for m in shown] == [
+            (
+                "ephemeral",
+                "The service refused the request: aspect_ratio must be between 1:4 and 4:1 "
+                "(got 99:1)",
+            )
+        ]
+        seen = [m for m in neighbours_view.messages.values() if m["kind"] != "user"]
+        assert [m["deleted"] for m in seen] == [True], "the card came and went"
+        assert len(stack.sim.state.requests_to("/gen/v2/imagine")) == 1
+
+
 async def test_bad_input_genbot_refuses_itself_is_said_privately_in_the_options_words(
     tmp_path: Path,
 ) -> None:

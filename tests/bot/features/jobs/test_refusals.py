@@ -1,4 +1,5 @@
-"""A follow-up the provider refuses is named to the user and disabled on the pressed message."""
+"""A follow-up the provider refuses is named to the presser, privately, and disabled on the
+pressed message."""
 
 from __future__ import annotations
 
@@ -23,9 +24,11 @@ async def test_a_refused_follow_up_is_named_and_its_button_disabled(tmp_path: Pa
         refused_job = await bot.latest_job()
 
         refused = await bot.settled(refused_job.id)
-        assert refused.status == "create_failed"
-        progress = bot.progress(refused)
-        assert "The service refused Upscale (2x) on this image: upscale index 2x" in progress.text
+        assert (refused.status, refused.progress_message_id) == ("create_failed", None)
+        [told] = bot.platform.ephemerals_for("alice")
+        assert told.startswith("The service refused Upscale (2x) on this image: upscale index 2x")
+        deleted = [m for m in bot.platform.deleted if refused_job.id in {b.ref for b in m.buttons}]
+        assert len(deleted) == 1, "its card left the channel"
         assert upscale.button("Upscale (2x)").disabled
         assert not upscale.button("Upscale (4x)").disabled
         assert upscale.message.images, "redrawing the buttons keeps the image"

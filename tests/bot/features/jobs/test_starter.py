@@ -1,5 +1,6 @@
 """Starting a job when the database fails midway: the job's progress message is its one answer,
-nothing is raised to the user on top of it, and the tracker settles the job afterwards."""
+nothing is raised to the user on top of it, and the tracker settles the job afterwards. A
+request the provider refuses as invalid is told to its user alone and leaves no card."""
 
 from __future__ import annotations
 
@@ -13,13 +14,18 @@ import pytest
 from bot.features.jobs.starter import CREATING_GRACE_SECONDS
 from bot.features.jobs.tracking.tracker import SWEEP_SECONDS
 from bot.features.jobs.wording import LOST_BEFORE_SUBMIT
-from bot.kernel import Command, Event, MessageRef, OutMessage, Place, User
+from bot.kernel import Command, Event, MessageRef, OutMessage, Place, SurfaceError, User
 from simulator.server import serve
 from simulator.state import SimulatorConfig
 from storage import NewJob, SqliteStore
 from tests.bot.features.jobs.proxy import faulty_proxy
-from tests.bot.features.jobs.support import bare_engines, eventually, left_by_a_previous_run
-from tests.bot.harness import PLACE, ROOMY, harness
+from tests.bot.features.jobs.support import (
+    bare_engines,
+    bodies,
+    eventually,
+    left_by_a_previous_run,
+)
+from tests.bot.harness import PLACE, ROOMY, harness, running_genbot
 from tests.fakes.platform import FakePlatform
 from tests.storage.counting import counted
 
@@ -215,3 +221,94 @@ async def test_a_job_that_moved_on_before_its_submission_was_recorded_is_read_ag
     assert trips[submitted].rows_written + trips[submitted].rows_read == 0
     after = [sql for trip in trips[submitted + 1 :] for sql, _ in trip.statements]
     assert "SELECT * FROM jobs WHERE id = ?" in after
+
+
+RATIO_REFUSED = (
+    "The service refused the request: aspect_ratio must be between 1:4 and 4:1 (got 99:1)"
+)
+
+
+async def test_a_request_the_provider_refuses_is_told_privately_and_leaves_no_card(
+    tmp_path: Path,
+) -> None:
+    """``--ar 99:1`` reaches the provider (docs/provider.md#prompt-check), which refuses it:
+    the job ends ``create_failed``, its progress message is deleted, only its user reads why,
+    and it counts for nothing (the next job starts under a cap of one; no credits). The
+    command handled again after a restart is refused privately again, sending nothing."""
+    platform = FakePlatform(profile=ROOMY)
+    config = SimulatorConfig(time_scale=0.003, insecure_webhooks=True)
+    limits = {"max_concurrent_jobs_per_user": 1}
+    command = Command(
+        user=User("alice"),
+        place=PLACE,
+        name="imagine",
+        text="a cat --ar 99:1",
+        key="fake:m1",
+    )
+    db = tmp_path / "genbot.db"
+    async with serve(config) as sim:
+        async with running_genbot(sim, db, platform=platform, limits=limits) as bot:
+            await bot.core.handle(command)
+            refused = await bot.settled((await bot.latest_job()).id)
+
+            assert (refused.status, refused.error) == ("create_failed", RATIO_REFUSED)
+            assert refused.progress_message_id is None
+            assert platform.ephemerals_for("alice") == [RATIO_REFUSED]
+            assert platform.messages == {} and len(platform.deleted) == 1
+            assert len(bodies(sim, "/gen/v2/imagine")) == 1
+
+            await bot.actor("alice").command("imagine", prompt="a cat")
+            started = await bot.latest_job()
+            assert (await bot.result(started.id)).message.images
+            assert len(platform.ephemerals) == 1, "the refused job holds no place under the cap"
+            charged = (await bot.settled(started.id)).credits
+            spent = await bot.store.ledger.usage_for_user("fake", "alice")
+            assert charged and spent.credits == charged, "the grid's credits alone"
+
+        async with running_genbot(sim, db, platform=platform, limits=limits) as bot:
+            await bot.core.handle(command)
+
+            assert platform.ephemerals_for("alice")[1:] == [
+                f"**Imagine** — a cat could not start: {RATIO_REFUSED}"
+            ]
+            assert len(bodies(sim, "/gen/v2/imagine")) == 2
+            assert len(platform.messages) == 1
+
+
+class KeepsMessages(FakePlatform):
+    """A platform where genbot may not delete its messages (a lost permission)."""
+
+    async def delete(self, ref: MessageRef) -> None:
+        raise SurfaceError("missing permission to delete messages")
+
+
+@pytest.mark.parametrize(
+    ("command", "options", "path", "heading"),
+    [
+        ("describe", {"url": "https://files.example.com/cat.png"}, "/gen/v2/describe", "Describe"),
+        ("diffusion.txt2img", {"prompt": "a cat"}, "/diff/txt2img", "Generate** — a cat"),
+    ],
+)
+async def test_every_command_that_submits_is_refused_privately_where_a_card_cannot_go(
+    tmp_path: Path, command: str, options: dict[str, str], path: str, heading: str
+) -> None:
+    """The starter is the one place: describe and diffusion refused with a 400 are told
+    privately too. Where the card cannot be deleted it says only that the job did not start."""
+    platform = KeepsMessages(profile=ROOMY)
+    async with (
+        serve(MANUAL) as sim,
+        faulty_proxy(sim.base_url) as proxy,
+        running_genbot(
+            sim, tmp_path / "genbot.db", platform=platform, api_url=proxy.base_url
+        ) as bot,
+    ):
+        proxy.faults[path] = ["bad_request"]
+        await bot.actor("alice").command(command, **options)
+        job = await bot.settled((await bot.latest_job()).id)
+
+        reason = "The service refused the request: refused by the test proxy"
+        assert (job.status, job.error, job.progress_message_id) == ("create_failed", reason, None)
+        assert platform.ephemerals_for("alice") == [reason]
+        [card] = platform.messages.values()
+        assert card.text.startswith(f"❌ **{heading}") and card.text.endswith("— did not start")
+        assert card.buttons == [] and sim.state.requests_to(path) == []

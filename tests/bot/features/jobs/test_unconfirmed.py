@@ -99,7 +99,7 @@ async def test_a_refused_creation_still_fails_at_once(tmp_path: Path) -> None:
             await bot.actor().command("imagine", prompt="a fox")
             job = await bot.latest_job()
             assert job.status == "create_failed" and job.error
-            assert bot.progress(job).text.endswith(f"could not start: {job.error}")
+            assert bot.platform.ephemerals_for("alice") == [job.error], "told privately"
             assert bodies(sim, "/gen/v2/imagine") == []
 
 
