@@ -105,6 +105,13 @@ RESULT = "result"
 BLEND_OPTIONS = ("image1", "image2", "image3", "image4", "image5")
 
 
+def _named(key: str, file: Attachment) -> str:
+    """What names the image sent as ``key`` for its user: ``#2`` on text platforms, else (an
+    option naming its role) the file's name."""
+    number = key.removeprefix(UPLOAD_PREFIX)
+    return f"#{number}" if key.startswith(UPLOAD_PREFIX) and number.isdigit() else file.filename
+
+
 def read_form(event: ModalSubmit) -> ZoomInput | RegionInput | ReferenceInput | str:
     """A submitted Custom Zoom, Vary (Region), Use as reference or Remix form (a remix form is
     its prompt), validated (prompt included); :class:`CommandError` says what is wrong."""
@@ -214,6 +221,7 @@ class ImageJobs:
                 process_mode=process_mode,
                 skip_prompt_check=skip_check,
                 references=tuple(urls.values()),
+                reference_names=tuple((urls[key], _named(key, files[key])) for key in urls),
                 translation=translation,
             )
 
@@ -226,10 +234,12 @@ class ImageJobs:
         process_mode: str | None = None,
         skip_prompt_check: bool | None = None,
         references: tuple[str, ...] = (),
+        reference_names: tuple[tuple[str, str], ...] = (),
         translation: ImageParams | None = None,
     ) -> Job:
         """Start an imagine job for ``event``'s user in ``event``'s place (``references``: the
-        URLs genbot hosted for its reference images, already in ``prompt``; ``translation``:
+        URLs genbot hosted for its reference images, already in ``prompt``; ``reference_names``:
+        what names each for the user, :attr:`ImageParams.reference_names`; ``translation``:
         what became of its prompt's language, :mod:`bot.features.jobs.prompt_translation`)."""
         if not skip_prompt_check:
             check_prompt(prompt)
@@ -246,6 +256,7 @@ class ImageJobs:
             model_version=version_for(prompt, None),
             remix=remix,
             references=references,
+            reference_names=reference_names,
             translated_from=translation.translated_from if translation else None,
             not_translated=translation.not_translated if translation else None,
         )
@@ -526,7 +537,8 @@ class ImageJobs:
         or the form and its values); its request is built before anything is stored."""
         call = follow_up.prepare(key.partition(":")[0], self._tasks, given)
         about = None if (prompt or parent.prompt).strip() else wording.subject(parent)
-        params = ImageParams(subject=about)
+        names = ImageParams.of(parent).reference_names
+        params = ImageParams(subject=about, reference_names=names)
         if follow_up.inherits:
             params = ImageParams(
                 aspect_ratio=origin.aspect_ratio,
@@ -535,6 +547,7 @@ class ImageJobs:
                 remix=await self._remix(event),
                 zoom_ratio=zoom_ratio,
                 subject=about,
+                reference_names=names,
             )
         spec = JobSpec(
             "task",

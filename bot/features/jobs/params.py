@@ -57,6 +57,10 @@ class ImageParams:
     subject: str | None = None
     references: tuple[str, ...] = ()
     """The URLs genbot hosted for an imagine's reference images."""
+    reference_names: tuple[tuple[str, str], ...] = ()
+    """Each hosted reference URL in the prompt with what names it for its user (``#2``, or
+    the file's name where the platform's option named its role): shown in its place in
+    titles. A follow-up keeps its parent's."""
     translated_from: str | None = None
     """The prompt as its user wrote it, when the job's prompt is its English translation."""
     not_translated: Untranslated | None = None
@@ -73,6 +77,7 @@ class ImageParams:
             zoom_ratio=_text(raw.get("zoom_ratio")),
             subject=_text(raw.get("subject")),
             references=_strings(raw.get("references")),
+            reference_names=_names(raw.get("reference_names")),
             translated_from=_text(raw.get("translated_from")),
             not_translated=_untranslated(raw.get("not_translated")),
         )
@@ -86,6 +91,7 @@ class ImageParams:
         """The stored shape (without references when there are none)."""
         values = asdict(self)
         values["references"] = list(self.references) or None
+        values["reference_names"] = dict(self.reference_names) or None
         return _json(values)
 
 
@@ -242,6 +248,12 @@ def _strings(value: object) -> tuple[str, ...]:
     if not isinstance(value, list | tuple):
         return ()
     return tuple(item for item in value if isinstance(item, str))
+
+
+def _names(value: object) -> tuple[tuple[str, str], ...]:
+    if not isinstance(value, Mapping):
+        return ()
+    return tuple((str(url), name) for url, name in value.items() if isinstance(name, str))
 
 
 def _untranslated(value: object) -> Untranslated | None:

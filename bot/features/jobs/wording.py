@@ -5,6 +5,13 @@ One title style for every job: what was asked while it runs or fails ("Upscale (
 A title names the operation once, with the button's detail in parentheses or as a factor: never
 the task type and the button label side by side ("Variation (Vary (Strong))").
 
+After the title comes what the job ran, as Midjourney titles a result: the prompt with every
+parameter the job ran with (:func:`shown_prompt`: ``--ar`` from the option or a default
+included, image references as the user named them, ``#2``), then an image task's speed
+(:func:`speed`): ``**Imagined** — a cat --no dogs --seed 42 --ar 2:3 (turbo)``. The speed is
+said once per message: a progress message says it on its progress line (``Drawing (turbo) ·
+0:05``), every other title after the prompt.
+
 User text (prompts) is clipped and has its mentions neutralised, so a prompt can neither ping
 anyone nor push a message past a platform's length limit.
 
@@ -29,6 +36,7 @@ from bot.features.jobs.params import (
     JobResult,
     Untranslated,
     asked_mode,
+    run_mode,
 )
 from bot.kernel import N_, _, format_number, ngettext
 from storage import Job
@@ -194,9 +202,49 @@ def subject(job: Job) -> str:
     return clip(ImageParams.of(job).subject or _("an image without a prompt"))
 
 
+_RESHAPING = frozenset({"outpaint_square", "pan_left", "pan_right", "pan_up", "pan_down"})
+"""Follow-ups whose image takes another shape than the aspect ratio they inherit."""
+_ASPECT_WORDS = frozenset({"--ar", "--aspect", "—ar", "—aspect"})
+_SPEEDLESS = frozenset({"describe", "seed"})
+"""Image tasks that draw nothing: no speed in their titles."""
+
+
+def shown_prompt(job: Job) -> str:
+    """What an image task ran, for its titles: its prompt, each reference image genbot hosted
+    named as its user named it (``#2``: the hosted links expire), and the aspect ratio it was
+    asked with (an option, or a default) as ``--ar`` when the prompt does not say it (not for
+    Make Square and pans, whose image takes another shape); other jobs: :func:`subject`."""
+    if job.family != "task" or not job.prompt.strip():
+        return subject(job)
+    params = ImageParams.of(job)
+    names = dict(params.reference_names)
+    words = [names.get(word, word) for word in job.prompt.split()]
+    aspect = params.aspect_ratio
+    reshaped = _base_action(job.action) in _RESHAPING
+    if aspect and not reshaped and not _ASPECT_WORDS.intersection(w.lower() for w in words):
+        words += ["--ar", aspect]
+    return clip(" ".join(words))
+
+
+def speed(job: Job) -> str:
+    """The speed an image task ran at — the mode the provider says it ran in, else the one it
+    was sent with (``relax``, ``fast``, ``turbo``); "" for jobs that draw nothing or are no
+    image task."""
+    if job.family != "task" or job.type in _SPEEDLESS:
+        return ""
+    return JobResult.of(job).mode or run_mode(job)
+
+
+def about(job: Job) -> str:
+    """What a title says after the operation: :func:`shown_prompt` and :func:`speed`,
+    ``a cat --ar 2:3 (turbo)``."""
+    mode = speed(job)
+    return f"{shown_prompt(job)} ({mode})" if mode else shown_prompt(job)
+
+
 def heading(job: Job) -> str:
-    """``**Upscale (Subtle)** — a fox in the snow``."""
-    return f"**{asked_title(job)}** — {subject(job)}"
+    """``**Upscale (Subtle)** — a fox in the snow --ar 2:3 (fast)``."""
+    return f"**{asked_title(job)}** — {about(job)}"
 
 
 def progress_text(
@@ -207,8 +255,10 @@ def progress_text(
     position: Position | None = None,
     step: float = ELAPSED_STEP,
 ) -> str:
-    """The progress message while a job is on its way: its heading and :func:`status_text`."""
-    return f"⏳ {heading(job)}\n{status_text(job, status, elapsed, estimates, position, step)}"
+    """The progress message while a job is on its way: its heading (without the speed:
+    :func:`status_text` says it) and :func:`status_text`."""
+    title = f"**{asked_title(job)}** — {shown_prompt(job)}"
+    return f"⏳ {title}\n{status_text(job, status, elapsed, estimates, position, step)}"
 
 
 def not_posted_text(job: Job) -> str:
@@ -281,7 +331,7 @@ def failure_text(job: Job, timed_out: bool = False) -> str:
         note = ACCEPTED_NOTE
     else:
         note = TIMEOUT_NOTE if timed_out else NO_CHARGE_NOTE
-    failed = _("❌ **{title}** failed — {subject}", title=asked_title(job), subject=subject(job))
+    failed = _("❌ **{title}** failed — {subject}", title=asked_title(job), subject=about(job))
     return f"{failed}\n{clip(error, 1000)}\n{_(note)}"
 
 
@@ -293,10 +343,10 @@ CANCELLED_NOTE = N_(
 
 
 def result_text(job: Job) -> str:
-    """The text with a result image: ``**Upscaled (Subtle)** — a fox``, and for diffusion the
-    model, seed, size, steps and guidance it was made with; for an image task that ran in
-    another mode than asked, which (:func:`mode_note`)."""
-    text = f"**{done_title(job)}** — {subject(job)}"
+    """The text with a result image: ``**Upscaled (Subtle)** — a fox --ar 2:3 (fast)``, and for
+    diffusion the model, seed, size, steps and guidance it was made with; for an image task
+    that ran in another mode than asked, which (:func:`mode_note`)."""
+    text = f"**{done_title(job)}** — {about(job)}"
     details = diffusion_details(job) if job.family == "diffusion" else mode_note(job)
     notes = [note for note in (details, references_note(job), translation_note(job)) if note]
     return "\n".join((text, *notes))
@@ -441,7 +491,7 @@ def describe_text(job: Job, prompts: Sequence[str]) -> str:
 def seed_text(job: Job, seed: str) -> str:
     """The answer to 🌱 Seed."""
     if seed:
-        return _("🌱 Seed of **{subject}**: `{seed}`", subject=subject(job), seed=seed)
+        return _("🌱 Seed of **{subject}**: `{seed}`", subject=shown_prompt(job), seed=seed)
     return _("🌱 {heading}: no seed", heading=heading(job))
 
 

@@ -18,7 +18,7 @@ from simulator.server import serve
 from simulator.state import SimulatorConfig
 from tests.adapters.web.fakes import eventually, upload
 from tests.bot.features.jobs.support import png
-from tests.genbot.stack import FAST_POLLING, playground_user
+from tests.genbot.stack import FAST_POLLING, playground_user, real_stack
 from tests.postgres import PostgresCluster
 
 
@@ -69,3 +69,30 @@ async def test_tray_images_named_in_the_prompt_are_fetched_from_the_other_proces
             assert all(link.startswith(served_by_the_other) for link in hosted)
             names = tuple(link.rsplit("/", 1)[1] for link in hosted)
             assert await other.store.media.fetches(names) == dict.fromkeys(names, 1)
+
+
+async def test_titles_show_the_prompt_as_it_ran_with_the_images_named_as_typed(
+    tmp_path: Path,
+) -> None:
+    """Midjourney titles a result with the prompt and every parameter as the job ran, then its
+    speed: ``--ar`` and the mode, typed as options, are shown; the hosted images are named as
+    the user named them (their links expire), in the progress, the grid and its upscale."""
+    async with real_stack(tmp_path) as stack, playground_user(stack.url) as user:
+        view = await user.watch("general")
+        fox, style = png(40, 30, "blue"), png(30, 40, "green")
+        status, answer = await upload(user.session, ("fox.png", fox), ("style.png", style))
+        assert status == 201, answer
+        ids = [item["id"] for item in answer["uploads"]]
+        text = "/imagine a cat --no dogs --seed 42 --sref #2 --ar 2:3 --turbo"
+        echo = await user.post("/api/command", {"text": text, "attachments": ids})
+        grid = await view.until(lambda: view.with_buttons(echo, "U1"))
+
+        [sent] = stack.sim.state.requests_to("/gen/v2/imagine")
+        assert str(sent.body["prompt"]).startswith("http"), "the provider gets the links"
+        ran = "#1 a cat --no dogs --seed 42 --sref #2 --ar 2:3"
+        assert grid["text"] == f"**Imagined** — {ran} (turbo)"
+        first = view.events_of(grid["id"])[0]["message"]["text"]
+        assert first.startswith(f"⏳ **Imagine** — {ran}\n"), first
+        await user.press(grid, "U1")
+        upscale = await view.until(lambda: view.with_buttons(grid["id"], "Vary (Strong)"))
+        assert upscale["text"] == f"**Upscaled #1** — {ran} (turbo)"

@@ -101,7 +101,7 @@ def test_failures_say_what_failed_and_whether_credits_were_charged(
     job = _job(type="upscale", action="upscale_subtle", prompt="a fox", error="Banned prompt.")
     job = dataclasses.replace(job, result=result)
     assert wording.failure_text(job, timed_out) == (
-        f"❌ **Upscale (Subtle)** failed — a fox\nBanned prompt.\n{note}"
+        f"❌ **Upscale (Subtle)** failed — a fox (relax)\nBanned prompt.\n{note}"
     )
 
 
@@ -134,3 +134,51 @@ async def test_a_job_asked_for_in_a_direct_message_keeps_the_place_for_its_resul
         grid = await bot.result(job.id)
         assert done.is_dm and "is_dm" not in done.parameters
         assert grid.ref.place == dm and place_of(done) == dm
+
+
+@pytest.mark.parametrize(
+    ("fields", "title"),
+    [
+        (
+            {"parameters": {"aspect_ratio": "2:3", "process_mode": "turbo"}},
+            "**Imagined** — a fox --ar 2:3 (turbo)",
+        ),
+        (
+            {"prompt": "a fox --AR 16:9", "parameters": {"aspect_ratio": "2:3"}},
+            "**Imagined** — a fox --AR 16:9 (relax)",
+        ),
+        (
+            {
+                "parameters": {"aspect_ratio": "2:3", "process_mode": "turbo"},
+                "result": {"mode": "fast"},
+            },
+            "**Imagined** — a fox --ar 2:3 (fast)\n_Ran in fast mode, not turbo._",
+        ),
+        (
+            {
+                "type": "outpaint",
+                "action": "outpaint_square",
+                "parameters": {"aspect_ratio": "2:3"},
+            },
+            "**Made square** — a fox (relax)",
+        ),
+        (
+            {"type": "pan", "action": "pan_left", "parameters": {"aspect_ratio": "2:3"}},
+            "**Panned left** — a fox (relax)",
+        ),
+        (
+            {
+                "prompt": "https://h/m/a.png a fox --sref https://h/m/b.png",
+                "parameters": {"reference_names": {"https://h/m/b.png": "#2"}},
+            },
+            "**Imagined** — https://h/m/a.png a fox --sref #2 (relax)",
+        ),
+        ({"type": "describe", "prompt": ""}, "**Described** — your image"),
+    ],
+)
+def test_a_result_title_is_the_prompt_as_it_ran_and_its_speed(
+    fields: dict[str, Any], title: str
+) -> None:
+    # An --ar the prompt says is not said twice; Make Square and pans change the shape their
+    # inherited aspect ratio names; a reference the job names nothing for keeps its link.
+    assert wording.result_text(_job(**fields)) == title

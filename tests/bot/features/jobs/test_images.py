@@ -64,7 +64,7 @@ async def test_imagine_posts_the_grid_with_its_buttons_and_records_credits(tmp_p
             await bot.store.message_links.job_for_message("fake", "c1", grid.ref.message_id) == done
         )
         assert grid.history[0].text.startswith("⏳ **Imagine** — a red fox")
-        assert grid.text == "**Imagined** — a red fox --v 6"
+        assert grid.text == "**Imagined** — a red fox --v 6 (relax)"
         assert list(bot.platform.messages) == [grid.ref.message_id]
         assert (await bot.store.ledger.usage_for_user("fake", "alice")).credits == 4
         (sent,) = bodies(bot.sim, "/gen/v2/imagine")
@@ -392,13 +392,15 @@ async def test_a_task_that_ran_in_another_mode_says_so(tmp_path: Path) -> None:
             bot, alice, "imagine", prompt="a red fox", process_mode="fast"
         )
         assert grid.text == (
-            "**Imagined** — a red fox\n"
+            "**Imagined** — a red fox (relax)\n"
             "_Ran in relax mode, not fast: the account's fast hours may be used up._"
         )
         assert (await bot.settled(job.id)).result["mode"] == "relax"
         up_job, upscale = await press(bot, alice, grid, "U1")
         assert up_job.parameters["process_mode"] == "relax"
-        assert upscale.text == "**Upscaled #1** — a red fox", "it inherits the mode it ran in"
+        assert upscale.text == "**Upscaled #1** — a red fox (relax)", (
+            "it inherits the mode it ran in"
+        )
         _, described = await run_command(
             bot, alice, "describe", url="https://files.example.com/cat.png", process_mode="turbo"
         )

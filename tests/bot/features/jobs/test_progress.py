@@ -95,7 +95,7 @@ async def test_progress_moves_and_the_same_message_becomes_the_grid(tmp_path: Pa
 
     assert done is not None and done.status == "posted"
     assert done.result_message_id == job.progress_message_id
-    assert progress.text == "**Imagined** — a red fox" and progress.message.images
+    assert progress.text == "**Imagined** — a red fox (relax)" and progress.message.images
     assert "❌ Cancel" not in [b.label for b in progress.buttons]
 
 
