@@ -22,6 +22,7 @@ from storage import IN_FLIGHT_STATUSES, UNFINISHED_STATUSES
 from tests.resilience.crash import Crashes, crash_scenario
 from tests.resilience.process import Message, Playground, custom_id, job_of, read_database
 from tests.resilience.support import API_KEY, leaked_secrets, sim_config
+from tests.sim_holds import one_at_a_time
 
 KILL_SEED = 8
 JOBS = 24
@@ -81,6 +82,46 @@ async def test_buttons_from_before_a_crash_still_work(tmp_path: Path) -> None:
         assert row["parent_job_id"] == grid_job and row["action"] == "upscale1"
         [sent] = [request.body for request in sim.state.requests_to("/gen/v2/upscale")]
         assert sent["origin_task_id"] == origin["provider_id"] and sent["index"] == "1"
+
+
+def button_style(message: Message, label: str) -> str:
+    return next(str(b["style"]) for row in message["buttons"] for b in row if b["label"] == label)
+
+
+async def test_a_press_cut_off_by_a_kill_9_shows_used_on_its_grid_after_the_restart(
+    tmp_path: Path,
+) -> None:
+    """qa D12: U1 pressed, the process killed while the upscale was being sent, before the
+    press was marked on the grid: the next process marks it as the first would have, so U1 is
+    drawn used (blue) as without the crash, and the upscale runs once."""
+    async with serve(sim_config(time_scale=TIME_SCALE)) as sim:
+        crashes = Crashes(sim, tmp_path)
+        async with one_at_a_time(sim, "/gen/v2/upscale") as upscales:
+            async with crashes.run() as (_, browser):
+                await browser.command("/imagine a lighthouse before the crash")
+                [grid] = (await browser.until(lambda: browser.results(), 20.0, "the grid")).values()
+                status, answer = await browser.press(grid["id"], custom_id(grid, "U1"))
+                assert status == 202, answer
+                await upscales.arrived(1)
+            assert button_style(crashes.shown[-1][grid["id"]], "U1") == "secondary"
+
+            async with crashes.run() as (_, browser):
+                upscales.open()
+                marked = await browser.until(
+                    lambda: button_style(browser.messages[grid["id"]], "U1") == "primary",
+                    20.0,
+                    "U1 drawn used",
+                )
+                assert marked
+                upscale = await browser.until(
+                    lambda: next(
+                        (m for m in browser.results().values() if m["id"] != grid["id"]), None
+                    ),
+                    20.0,
+                    "the upscale",
+                )
+        assert upscale["text"].startswith("**Upscaled #1**")
+        assert len(sim.state.requests_to("/gen/v2/upscale")) == 1
 
 
 async def test_a_restart_that_finds_the_webhook_port_taken_fails_with_what_it_wrote(

@@ -44,6 +44,7 @@ reported and shows nothing. A job whose request the provider refused as invalid 
 
 Used buttons (:class:`ButtonMarks`): a pressed button is remembered on the job it was pressed on and
 drawn primary (as Midjourney marks them), and a second press is answered with a link to the result.
+A derivative taken over from a process that died before it marked the press gets it marked then.
 A press can land after the result is written and before the job is recorded ``posted`` (its
 mark cannot be drawn yet): the move to ``posted`` only adds its own keys to the stored result,
 keeping such marks, and answers the stored result as moved, so the delivery redraws the buttons
@@ -178,6 +179,22 @@ class ButtonMarks:
                 await self.redraw(current)
         except Exception as error:
             log.warning("could not mark %s pressed on job %s: %r", action, parent.id, error)
+
+    async def show_press_of(self, job: Job) -> None:
+        """Show the press that started ``job`` (a derivative) on its parent's result, as its
+        start does once the job is under way: for a job taken over from a process that ended
+        between the two (``kill -9`` right after a press). Nothing for a job that certainly
+        started nothing, or that is no derivative; best effort: never raises."""
+        if job.parent_job_id is None or job.action is None or job.status == "create_failed":
+            return
+        action = job.action.partition(":")[0].partition("#")[0]
+        try:
+            parent = await self._store.get_job(job.parent_job_id)
+        except Exception as error:
+            log.warning("could not read the parent of job %s: %r", job.id, error)
+            return
+        if parent is not None:
+            await self.mark_pressed(parent, action)
 
     async def catch_up(self, shown: Job, recorded: Job) -> None:
         """Redraw the result of ``recorded`` (``shown`` with the status, result message and

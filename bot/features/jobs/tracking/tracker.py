@@ -325,19 +325,19 @@ class Tracker:
             elif job.status == "reporting":
                 await self._store.jobs.transition(job.id, "reporting", "failed", fence=job.lease)
             elif job.status == "creating":
-                await self._settle_creating(
+                job = await self._settle_creating(
                     job, wording.RESTARTED_BEFORE_SUBMIT, wording.RESTARTED_WHILE_CREATING
                 )
+            await self._delivery.marks.show_press_of(job)
         if jobs:
             self.kick()
 
-    async def _settle_creating(self, job: Job, not_sent: str, maybe_sent: str) -> None:
+    async def _settle_creating(self, job: Job, not_sent: str, maybe_sent: str) -> Job:
         """A ``creating`` job nobody is starting: never sent (no linked progress message, see
-        the module docstring) → ``create_failed``; maybe sent → ``unknown``."""
+        the module docstring) → ``create_failed``; maybe sent → ``unknown``. The job after."""
         if job.progress_message_id is None:
-            await self._delivery.mark_not_started(job, not_sent)
-        else:
-            await self._delivery.mark_unconfirmed(job, maybe_sent)
+            return await self._delivery.mark_not_started(job, not_sent)
+        return await self._delivery.mark_unconfirmed(job, maybe_sent)
 
     async def _woken(self, job_id: str) -> None:
         """Another process learnt something about a job this one holds: act on it now."""
