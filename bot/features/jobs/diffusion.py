@@ -7,14 +7,20 @@ Each endpoint is one entry of :data:`bot.features.jobs.diffusion_calls.DIFFUSION
 request model, client method and price). A job's request body is kept in its parameters
 (``endpoint`` and ``body``), so 🔄 can replay it. Images given as attachments are passed by their
 URL (re-hosted when they have none and a media host exists).
+
+Use as init keeps its image's aspect ratio (:func:`init_size`): img2img is asked for the size of
+the diffusion job it reworks when that job chose one, else the image's shape at about the area of
+the provider's default 512×512, each side a multiple of :data:`SIDE_STEP` and at most the
+provider's maximum (1024).
 """
 
 from __future__ import annotations
 
+import math
 from collections.abc import Mapping
-from typing import Any, ClassVar
+from typing import Any, ClassVar, Final
 
-from bot.api import ProviderClient
+from bot.api import MAX_SIDE, ProviderClient
 from bot.features.jobs import wording
 from bot.features.jobs.buttons import DIFFUSION_ACTIONS
 from bot.features.jobs.diffusion_calls import (
@@ -33,7 +39,7 @@ from bot.features.jobs.forms import (
     form_for,
     read_init,
 )
-from bot.features.jobs.params import DiffusionParams
+from bot.features.jobs.params import DiffusionParams, ImageParams, JobResult
 from bot.features.jobs.result_messages import NO_IMAGE_TYPES
 from bot.features.jobs.starter import JobSpec, JobStarter
 from bot.kernel import (
@@ -290,6 +296,10 @@ class DiffusionJobs:
         body: dict[str, Any] = {
             name: kept[name] for name in ("model_id", "width", "height") if name in kept
         }
+        shape = _shape(parent)
+        if ("width" not in body or "height" not in body) and shape is not None:
+            width, height = init_size(*shape)
+            body.update(width=width, height=height)
         body.update(prompt=form.prompt, init_image=image)
         if form.strength is not None:
             body["strength"] = form.strength
@@ -305,3 +315,39 @@ class DiffusionJobs:
         if parent.status not in ("finished", "posting", "posted") or not parent.result_urls:
             raise UserError(_("That image is not finished yet; wait for its result."))
         return parent.result_urls[0]
+
+
+INIT_AREA: Final = 512 * 512
+"""The area Use as init asks img2img for: the provider's default size's (512×512)."""
+SIDE_STEP: Final = 8
+"""Use as init's sides are multiples of this: the step of Stable Diffusion's latent image (the
+API names no step; a side off it is cropped or padded by such models)."""
+
+
+def init_size(width: int, height: int) -> tuple[int, int]:
+    """The img2img size for an init image of ``width``×``height``: its aspect ratio, at about
+    :data:`INIT_AREA`, each side a multiple of :data:`SIDE_STEP` from it up to the provider's
+    ``MAX_SIDE`` (a ratio too long for that area keeps its long side at the maximum)."""
+    ratio = width / height
+    wide, high = math.sqrt(INIT_AREA * ratio), math.sqrt(INIT_AREA / ratio)
+    scale = min(1.0, MAX_SIDE / max(wide, high))
+
+    def side(length: float) -> int:
+        return min(max(round(length * scale / SIDE_STEP), 1) * SIDE_STEP, MAX_SIDE)
+
+    return side(wide), side(high)
+
+
+def _shape(job: Job) -> tuple[int, int] | None:
+    """The shape of ``job``'s image: its size as posted, else (an image task not posted yet)
+    the aspect ratio it was asked with; None when neither is known."""
+    size = JobResult.of(job).size
+    if size is not None and size[0] > 0 and size[1] > 0:
+        return size
+    if job.family != "task":
+        return None
+    aspect = ImageParams.of(job).aspect_ratio or ""
+    width, sep, height = aspect.partition(":")
+    if sep and width.strip().isdigit() and height.strip().isdigit() and int(width) * int(height):
+        return int(width), int(height)
+    return None

@@ -106,3 +106,28 @@ async def test_whose_results_thumbnails_and_refusals(tmp_path: Path) -> None:
         await general.until(lambda: stack.sim.state.requests_to("/gen/v2/imagine")[2:])
         words = stack.sim.state.requests_to("/gen/v2/imagine")[-1].body["prompt"].split()
         assert words[:5] == ["a", "cat", "in", "a", "hat"] and words[5] == "--sref"
+
+
+async def test_use_as_init_keeps_the_images_aspect_ratio_within_the_size_limits(
+    tmp_path: Path,
+) -> None:
+    """qa D12: Use as init on a 16:9 image asks img2img for a 16:9 size (about the provider's
+    default area, sides multiples of 8, at most 1024), not the default 512×512."""
+    async with real_stack(tmp_path) as stack, playground_user(stack.url) as alice:
+        general = await alice.watch("general")
+        shown = await alice.post("/api/command", {"text": "/imagine a harbour --ar 16:9"})
+        await general.until(lambda: general.with_buttons(shown, "U1"))
+        async with asyncio.timeout(10):
+            while not (results := (await _get(alice, "/api/gallery", 200))["results"]):  # noqa: ASYNC110
+                await asyncio.sleep(0.05)
+        [wide] = results
+        async with alice.session.post(
+            "/api/gallery/form", json={"job_id": wide["id"], "action": "diff_init"}
+        ) as response:
+            assert response.status == 200, await response.text()
+            modal = (await response.json())["modal"]
+        values = {"prompt": "the harbour at night", "strength": "0.5"}
+        await alice.post("/api/modal", {"custom_id": modal["custom_id"], "values": values})
+        await general.until(lambda: stack.sim.state.requests_to("/diff/img2img"))
+        [sent] = stack.sim.state.requests_to("/diff/img2img")
+        assert (sent.body["width"], sent.body["height"]) == ("680", "384")

@@ -9,6 +9,7 @@ from pathlib import Path
 import pytest
 from aiohttp import web
 
+from bot.features.jobs.diffusion import init_size
 from bot.features.jobs.diffusion_models import DiffusionModels
 from bot.features.jobs.wording import ACCEPTED_NOTE
 from bot.kernel import Command, User
@@ -171,8 +172,16 @@ async def test_diffusion_buttons_reroll_upscale_and_use_as_init(
         rerun_done = await bot.settled(rerun.id)
         assert rerun_done.result["meta"]["seed"] not in (7, 0)
         assert bodies(bot.sim, "/diff/upscale") == [{"url": output}]
+        # txt2img was asked for no size: img2img is asked for its image's.
         assert bodies(bot.sim, "/diff/img2img") == [
-            {"prompt": "the fox in winter", "init_image": output, "strength": 0.4, "seed": None}
+            {
+                "prompt": "the fox in winter",
+                "width": "512",
+                "height": "512",
+                "init_image": output,
+                "strength": 0.4,
+                "seed": None,
+            }
         ]
         assert upscale.parent_job_id == parent.id and init_job.type == "img2img"
 
@@ -272,3 +281,22 @@ async def test_diffusion_is_charged_at_configured_prices_as_estimates(
         assert totals.estimated_credits == 3 + 2
         assert totals.credits == 3 + 2 + 4 == bot.sim.state.accounts["sim-key"].charged
         assert grid.message.images
+
+
+@pytest.mark.parametrize(
+    ("shape", "size"),
+    [
+        ((16, 9), (680, 384)),
+        ((1456, 816), (680, 384)),
+        ((9, 16), (384, 680)),
+        ((1, 1), (512, 512)),
+        ((4, 1), (1024, 256)),
+        ((1, 8), (128, 1024)),
+        ((4000, 1), (1024, 8)),
+    ],
+)
+def test_use_as_init_keeps_the_shape_within_the_providers_sizes(
+    shape: tuple[int, int], size: tuple[int, int]
+) -> None:
+    assert init_size(*shape) == size
+    assert all(side % 8 == 0 and 8 <= side <= 1024 for side in size)
