@@ -1,6 +1,6 @@
 // The admin page: asks /api/admin/overview for one workspace and draws its sections; every
 // change is a JSON POST the server checks (admins only, that workspace only) and records.
-import { h, loadWords, postJson, request, t } from "/static/dom.js";
+import { h, loadWords, postJson, request, t, tn } from "/static/dom.js";
 
 const $ = (selector) => document.querySelector(selector);
 const state = { platform: "", workspace: "", filters: {} };
@@ -120,7 +120,7 @@ function draw(view) {
         h("button", { type: "button", "data-remove": rule.entry, onclick: () => moderate({ action: "remove", entry: rule.entry }) }, t("Remove")),
       ]),
     ),
-    h("p", { class: "note" }, t("The configuration adds {count} rule(s) everywhere.", { count: moderation.global_rules })),
+    h("p", { class: "note" }, tn("The configuration adds {n} rule everywhere.", "The configuration adds {n} rules everywhere.", moderation.global_rules)),
   );
   const limit = (value) => (value ? value : "∞");
   fill(

@@ -6,6 +6,7 @@ inactive, with the reason."""
 
 from __future__ import annotations
 
+import re
 from collections.abc import AsyncIterator
 from pathlib import Path
 
@@ -69,6 +70,8 @@ async def test_a_ban_set_on_the_admin_page_is_enforced_in_slack_and_logged(
         await expect(page.locator("#cluster")).to_contain_text("live")
         await expect(page.locator("#keys tbody tr")).to_contain_text("default")
         await expect(page.locator("#tiers tbody tr")).to_contain_text("default (everyone else)")
+        configured = re.compile(r"The configuration adds \d+ rules? everywhere\.")
+        await expect(page.locator("#moderation")).to_contain_text(configured)
         inactive = page.locator("#moderation [data-inactive]")
         await expect(inactive).to_contain_text("inactive: genbot runs patterns on RE2")
 
