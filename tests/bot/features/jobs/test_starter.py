@@ -269,7 +269,7 @@ async def test_a_request_the_provider_refuses_is_told_privately_and_leaves_no_ca
             await bot.core.handle(command)
 
             assert platform.ephemerals_for("alice")[1:] == [
-                f"**Imagine** — a cat could not start: {RATIO_REFUSED}"
+                f"**Imagine** — a cat --ar 99:1 (relax) could not start: {RATIO_REFUSED}"
             ]
             assert len(bodies(sim, "/gen/v2/imagine")) == 2
             assert len(platform.messages) == 1
