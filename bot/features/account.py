@@ -205,6 +205,12 @@ def _changes(values: Mapping[str, Any]) -> str:
     )
 
 
+def _flag(name: str) -> str:
+    """How a text command spells /settings' option ``name`` (``--top-p``)."""
+    [option] = [option for option in command("settings").options if option.name == name]
+    return option.flags[0]
+
+
 def _stored_value(name: str, value: OptionValue) -> Any:
     if name == "system_prompt" and value == CLEAR_SYSTEM_PROMPT:
         return None
@@ -478,9 +484,9 @@ class AccountFeature:
         if admin_only:
             raise UserError(
                 _(
-                    "{setting} is set per channel by genbot admins: {command}.",
+                    "Only genbot admins set {setting}, per channel: {command}.",
                     setting=_(LABELS[admin_only[0]]),
-                    command=written("settings", f"scope channel {admin_only[0]} …"),
+                    command=written("settings", f"--scope channel {_flag(admin_only[0])} …"),
                 )
             )
         mine = await self._stored(event, "me")

@@ -48,7 +48,7 @@ class CommandNames:
 
     def written(self, name: str, rest: str) -> str:
         """``name`` run with ``rest`` (its arguments) as a sentence shows it: in inline code
-        (```/settings scope channel top_p …```), or the mention and ``rest`` in inline code."""
+        (```/settings --scope channel --top-p …```), or the mention and ``rest`` in inline code."""
         mention = self.mention(name)
         if mention is None:
             return f"`{self.typed(name)} {rest}`" if rest else f"`{self.typed(name)}`"

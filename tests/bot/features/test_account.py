@@ -12,7 +12,18 @@ from bot.api.chat import allowed_chat_models
 from bot.features.account import feedback_lines
 from bot.features.chat import DEFAULT_SYSTEM_PROMPT
 from bot.features.chat.tokens import count_functions, count_messages, count_text
-from bot.kernel import Command, CommandNames, ModalSubmit, Place, Plan, User, UserError, speaking
+from bot.kernel import (
+    Command,
+    CommandNames,
+    ModalSubmit,
+    Place,
+    Plan,
+    User,
+    UserError,
+    parse_command_text,
+    resolve_command,
+    speaking,
+)
 from storage import FeedbackCount
 from tests.bot.features.chat.support import ALICE, BOB, CHANNEL, DM, ROOMY, ChatWorld, chat_world
 from tests.fakes.platform import FakePlatform
@@ -298,6 +309,19 @@ async def test_only_admins_set_shared_defaults(world: ChatWorld) -> None:
     assert told == "scope must be one of me, channel, workspace (got 'team')."
     for kind, scope_id in (("channel", "c1"), ("workspace", "w1"), ("workspace", "")):
         assert await world.store.settings.get_scope_settings(kind, "fake", scope_id) is None  # type: ignore[arg-type]
+
+
+async def test_the_hint_for_a_channel_only_setting_is_a_command_that_works(
+    world: ChatWorld,
+) -> None:
+    told = await settings_with_scope(world, BOB, CHANNEL, stop="END")
+    assert told == (
+        "Only genbot admins set stop sequences, per channel: `/settings --scope channel --stop …`."
+    )
+    typed = told.split("`")[1].replace("…", "END")
+    spec, rest = resolve_command(typed)
+    told = await settings_with_scope(world, ROOT, CHANNEL, **parse_command_text(spec, rest))
+    assert told == "Saved this channel's defaults: stop sequences → END."
 
 
 async def test_the_form_of_a_shared_scope_round_trips(world: ChatWorld) -> None:

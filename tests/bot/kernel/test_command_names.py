@@ -14,7 +14,9 @@ MENTIONS = CommandNames(mentions={"settings": "<settings 7>"})
 def test_a_command_is_named_in_inline_code_unless_the_platform_mentions_it() -> None:
     assert named("settings") == "`/settings`"
     assert named("diffusion.txt2img") == "`/diffusion txt2img`"
-    assert written("settings", "scope channel top_p …") == "`/settings scope channel top_p …`"
+    assert (
+        written("settings", "--scope channel --top-p …") == "`/settings --scope channel --top-p …`"
+    )
     with speaking("en", names=lambda: SLACK):
         assert named("settings") == "`/genbot settings`"
         assert named("imagine") == "`/imagine`"

@@ -75,7 +75,7 @@ async def test_request_settings_are_admin_and_channel_only(tmp_path: Path) -> No
         await world.actor(ALICE, CHANNEL).command("settings", scope="channel", n=2)
         refusals = world.platform.ephemerals_for("alice")
         assert refusals[0] == (
-            "top_p is set per channel by genbot admins: `/settings scope channel top_p …`."
+            "Only genbot admins set top_p, per channel: `/settings --scope channel --top-p …`."
         )
         assert refusals[1].startswith("Only genbot admins can change this channel's defaults")
         assert await set_channel(world, stop="a|b|c|d|e") == (
