@@ -48,6 +48,12 @@ MIN_VALUE = 6
 """A key's value shorter than this is left alone (no secret is that short: ``code=1`` is not
 an OAuth code)."""
 
+SHORT_SECRET = 8
+"""A configured secret shorter than this (a weak ``[api] key`` such as ``test``, an
+``access_token`` refused as too short) may be an ordinary word: it is replaced only where a value
+is printed — after ``=`` or ``:``, inside quotes, after ``Bearer``/``Basic``/``Token`` — never
+as a word of a sentence, which it would blank ("too [redacted]") and, blanked, point at."""
+
 _KEYS = "|".join(re.escape(key) for key in sorted(SECRET_KEYS, key=len, reverse=True))
 _TOKENS = re.compile(
     r"\b(?P<kind>xox[a-z](?:\.xox[a-z])?|xapp)-[A-Za-z0-9-]{6,}"
@@ -62,13 +68,23 @@ _BARE = re.compile(rf"(?i)(?P<key>(?<![\w-])(?:{_KEYS})=)(?P<value>[^&\s'\"<>,;]
 
 
 def redact(text: str, secrets: Iterable[str] = ()) -> str:
-    """``text`` with every one of ``secrets`` (of 4 characters or more) and every secret
-    genbot recognizes on sight replaced by ``[redacted]``."""
+    """``text`` with every one of ``secrets`` (of 4 characters or more; a short one only where it
+    is printed as a value, :data:`SHORT_SECRET`) and every secret genbot recognizes on sight
+    replaced by ``[redacted]``."""
     for secret in sorted({s for s in secrets if len(s) >= 4}, key=len, reverse=True):
-        text = text.replace(secret, REDACTED)
+        if len(secret) >= SHORT_SECRET:
+            text = text.replace(secret, REDACTED)
+        else:
+            text = _as_value(secret).sub(lambda found: found["before"] + REDACTED, text)
     text = _TOKENS.sub(_token, text)
     text = _QUOTED.sub(_quoted, text)
     return _BARE.sub(lambda found: found["key"] + REDACTED, text)
+
+
+def _as_value(secret: str) -> re.Pattern[str]:
+    """Where a short ``secret`` stands as a printed value (see :data:`SHORT_SECRET`)."""
+    before = r"""(?P<before>[=:]\s*|["']|\b(?:Bearer|Basic|Token|Bot) +)"""
+    return re.compile(rf"{before}{re.escape(secret)}(?![\w-])")
 
 
 def _token(found: re.Match[str]) -> str:

@@ -90,3 +90,20 @@ def test_every_logger_and_every_handler_writes_redacted_records(
     for where, text in written.items():
         assert "answer" in text and "RuntimeError: refused" in text, where
         assert LEARNED["bot token"] not in text and LEARNED["refresh token"] not in text, where
+
+
+def test_a_short_configured_secret_is_redacted_where_it_is_printed_never_as_a_word() -> None:
+    refusal = "Error: [web] access_token is too short: use at least 16 random characters"
+    assert redact(refusal, ["short"]) == refusal
+    assert redact("a test of the tests: testing", ["test"]) == "a test of the tests: testing"
+    for printed in (
+        "key=test",
+        "api_key: test",
+        "{'key': 'test'}",
+        '{"key": "test"}',
+        "Authorization: Bearer test",
+        "postgresql://genbot:test@db/genbot",
+    ):
+        assert redact(printed, ["test"]) == printed.replace("test", "[redacted]", 1)
+    assert redact("xtestx and test-1 and test", ["testing1"]) == "xtestx and test-1 and test"
+    assert redact("a sk-long-secret-1 inside", ["sk-long-secret-1"]) == "a [redacted] inside"
