@@ -61,6 +61,7 @@ from bot.kernel import (
     named,
     ngettext,
     refill_time,
+    sentences,
     speaking,
     split_text,
     written,
@@ -378,7 +379,7 @@ class AccountFeature:
     async def _usage(self, event: Event) -> None:
         totals = await self.store.ledger.usage_for_user(event.place.platform, event.user.id)
         if self.tiers is not None and self.tiers.configured:
-            text = await self._tier_usage(event) + _estimated(totals.estimated_credits)
+            text = sentences(await self._tier_usage(event), _estimated(totals.estimated_credits))
         else:
             figures = {
                 "tokens": format_number(totals.tokens),
@@ -401,7 +402,7 @@ class AccountFeature:
                     **figures,
                 )
             )
-            text = usage + _estimated(totals.estimated_credits)
+            text = sentences(usage, _estimated(totals.estimated_credits))
         if event.user.is_admin and self.store.feedback is not None:
             counts = await self.store.feedback.counts(
                 event.place.platform, event.place.workspace_id
@@ -593,17 +594,17 @@ class AccountFeature:
 
     @staticmethod
     def _confirmation(mine: Mapping[str, Any], prompt_changed: bool, prompt: str | None) -> str:
-        sentences: list[str] = []
+        said: list[str] = []
         if mine:
-            sentences.append(_("Saved your defaults: {changes}.", changes=_changes(mine)))
+            said.append(_("Saved your defaults: {changes}.", changes=_changes(mine)))
         if prompt_changed:
             if prompt is None:
-                sentences.append(_("This channel's system prompt is back to the default."))
+                said.append(_("This channel's system prompt is back to the default."))
             else:
-                sentences.append(
+                said.append(
                     _("Saved this channel's system prompt: “{prompt}”.", prompt=_preview(prompt))
                 )
-        return " ".join(sentences) or _("Nothing changed: those are already your settings.")
+        return sentences(*said) or _("Nothing changed: those are already your settings.")
 
 
 def _left(used: int, allowed: int, spent: Spent, tokens: bool) -> str:
@@ -667,7 +668,7 @@ def _estimated(credits: int) -> str:
     """Which credits /usage shows are genbot's estimates (docs/provider.md#diffusion-prices)."""
     if not credits:
         return ""
-    return " " + _(
+    return _(
         "{credits} of the credits are estimates: the service does not say what diffusion "
         "costs, so genbot counts its configured prices.",
         credits=format_number(credits),

@@ -43,6 +43,7 @@ from __future__ import annotations
 
 import gettext
 import time
+import unicodedata
 from collections.abc import Callable, Iterator, Mapping
 from contextlib import contextmanager
 from contextvars import ContextVar
@@ -171,6 +172,26 @@ def pgettext(context: str, message: str, /) -> str:
     """``message`` in the current language, as translated in ``context`` (a word whose
     translation depends on where it stands: a Discord command name is not a sentence)."""
     return _translations(_language.get()).pgettext(context, message)
+
+
+def sentences(*texts: str) -> str:
+    """``texts`` (each a sentence or more, in the current language) as one paragraph: a space
+    between two, except after full-width punctuation (``。``, ``！``, ``）``), after which Japanese
+    and Chinese write none. Empty texts are left out."""
+    joined = ""
+    for text in texts:
+        if not text:
+            continue
+        if joined and not _full_width_stop(joined[-1]):
+            joined += " "
+        joined += text
+    return joined
+
+
+def _full_width_stop(character: str) -> bool:
+    return unicodedata.category(character).startswith("P") and unicodedata.east_asian_width(
+        character
+    ) in ("W", "F")
 
 
 def N_(message: str, /) -> str:

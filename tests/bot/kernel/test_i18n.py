@@ -32,6 +32,7 @@ from bot.kernel import (
     language_name,
     public_language,
     publicly,
+    sentences,
     speaking,
     spoken,
 )
@@ -211,3 +212,11 @@ def test_the_languages_set_alone_speak_as_an_event_with_no_locale_would() -> Non
     )
     for place in (GUILD, DM):
         assert spoken(stored, is_dm=place.is_dm) == decide(command(place), stored)
+
+
+def test_sentences_are_joined_by_a_space_except_after_full_width_punctuation() -> None:
+    assert sentences("Not a date.", "", "Dates look like 2026-12-01.") == (
+        "Not a date. Dates look like 2026-12-01."
+    )
+    assert sentences("日付ではありません。", "日付は…") == "日付ではありません。日付は…"
+    assert sentences("不是日期！", "（注）", "x") == "不是日期！（注）x"
