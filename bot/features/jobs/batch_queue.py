@@ -8,7 +8,9 @@ the command key ``b#n``: two processes starting it make one job (the starter fin
 A batch's jobs are ``/imagine`` commands, or of the kind its command names (:data:`START`:
 Imagine all's, the prompts of a ``/describe``). A job whose start is refused for another reason
 than a full cap (the daily budget, a prompt the provider's rules refuse) is given up, and its
-user told in the channel.
+user told privately where the batch was run (:func:`not_started`: a line per reason, with the
+prompts it stopped), as privately as the platform allows outside an interaction (Slack's and the
+playground's ephemeral messages; Discord's is a message in the channel addressed to them).
 """
 
 from __future__ import annotations
@@ -17,7 +19,7 @@ import asyncio
 import contextlib
 import logging
 import secrets
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from contextlib import AbstractContextManager
 from dataclasses import asdict, dataclass, field
 from typing import Any, Final, Protocol
@@ -31,16 +33,16 @@ from bot.kernel import (
     CommandError,
     Event,
     OptionValue,
-    OutMessage,
     Place,
     User,
     UserError,
-    _,
     language,
+    ngettext,
     public_language,
+    sentences,
     speaking,
 )
-from bot.outbox import Outbox, Post, WritePolicy
+from bot.outbox import Notice, Outbox, WritePolicy
 from storage import Batch, JobAdmission, Preferences, StorageError
 
 log = logging.getLogger(__name__)
@@ -49,6 +51,8 @@ QUEUE_SECONDS: Final = 2.0
 """How often each process looks for queued jobs that may start."""
 START: Final = "start"
 """The entry of a batch's command naming how its jobs start (none: as ``/imagine`` commands)."""
+SHOWN_PROMPT: Final = 60
+"""How much of a prompt :func:`not_started` shows (longer ones end with …)."""
 
 
 class QueuedStarts(Protocol):
@@ -67,11 +71,45 @@ class QueuedStarts(Protocol):
 @dataclass
 class Advanced:
     """What one pass over a batch did: jobs ``started`` now, ``waiting`` for a place, and the
-    ``refused`` ones (why, each)."""
+    ``refused`` ones (each its prompt and why)."""
 
     started: int = 0
     waiting: int = 0
-    refused: list[str] = field(default_factory=list)
+    refused: list[tuple[str, str]] = field(default_factory=list)
+
+
+def not_started(refused: Sequence[tuple[str, str]], *, queued: bool) -> str:
+    """What the user is told of the jobs ``refused`` (prompt, why): a line per reason, with the
+    prompts it stopped, in order (``queued``: jobs the queue started later, not Run)."""
+    stopped: dict[str, list[str]] = {}
+    for prompt, reason in refused:
+        stopped.setdefault(reason, []).append(_shown(prompt))
+    lines = []
+    for reason, prompts in stopped.items():
+        listed = ", ".join(prompts)
+        told = (
+            ngettext(
+                "{n} queued job of yours did not start: {prompts}.",
+                "{n} queued jobs of yours did not start: {prompts}.",
+                len(prompts),
+                prompts=listed,
+            )
+            if queued
+            else ngettext(
+                "{n} job did not start: {prompts}.",
+                "{n} jobs did not start: {prompts}.",
+                len(prompts),
+                prompts=listed,
+            )
+        )
+        lines.append(sentences(told, reason))
+    return "\n".join(lines)
+
+
+def _shown(prompt: str) -> str:
+    """``prompt`` in inline code, cut to :data:`SHOWN_PROMPT` characters."""
+    flat = " ".join(prompt.replace("`", "'").split())
+    return f"`{flat[: SHOWN_PROMPT - 1]}…`" if len(flat) > SHOWN_PROMPT else f"`{flat}`"
 
 
 def new_batch(
@@ -238,7 +276,7 @@ class BatchQueue:
             except (UserError, CommandError) as error:
                 if await self._full(user, place):
                     break
-                done.refused.append(f"{options.get('prompt')}: {error}")
+                done.refused.append((str(options.get("prompt", "")), str(error)))
             started += 1
             await self._store.mark_started(batch.id, started)
         done.waiting = len(jobs) - started
@@ -254,10 +292,12 @@ class BatchQueue:
         refusal = await self._admission.quota_refusal(place.platform, user.id, quota)
         return refusal is not None and refusal.limit == "max_active"
 
-    async def _tell(self, user: User, place: Place, refused: list[str]) -> None:
-        text = _("Queued jobs of yours could not start: {reasons}", reasons="; ".join(refused))
-        message = OutMessage(text, mention_user_id=user.id)
+    async def _tell(self, user: User, place: Place, refused: list[tuple[str, str]]) -> None:
+        """Tell ``user`` privately in ``place`` which queued jobs did not start, and why: there
+        is no interaction to answer, so the notice answers a command of theirs made for it."""
+        told = Command(user=user, place=place, name="imagine")
+        notice = Notice(told, not_started(refused, queued=True))
         try:
-            await self._outbox.write(place, Post(message), WritePolicy.MUST_DELIVER)
+            await self._outbox.write(place, notice, WritePolicy.MUST_DELIVER)
         except Exception as error:
             log.warning("could not tell %s why queued jobs did not start: %s", user.id, error)

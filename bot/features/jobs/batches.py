@@ -36,7 +36,7 @@ from dataclasses import replace
 from typing import Any, ClassVar, Final
 
 from bot.features.jobs.admission import Tiers
-from bot.features.jobs.batch_queue import BatchQueue, new_batch
+from bot.features.jobs.batch_queue import BatchQueue, new_batch, not_started
 from bot.features.jobs.estimates import Estimates
 from bot.features.jobs.images import ImageJobs
 from bot.features.jobs.prompt_translation import PromptTranslation, ScreensPrompts
@@ -61,6 +61,7 @@ from bot.kernel import (
     named,
     ngettext,
     permutations,
+    sentences,
     take_repeat,
 )
 from bot.outbox import EditPressed, Notice, Outbox, Private, WritePolicy
@@ -349,9 +350,10 @@ class Batches:
                     waiting,
                 ),
             ]
+        told = sentences(*notes)
         if done.refused:
-            notes.append(_("Not started: {reasons}", reasons="; ".join(done.refused)))
-        await self._tell(event, " ".join(notes))
+            told += "\n" + not_started(done.refused, queued=False)
+        await self._tell(event, told)
 
     async def _screened(self, event: ButtonPress, batch: Batch) -> None:
         """Check the prompts of ``batch`` against the moderation rules in force as Run is
