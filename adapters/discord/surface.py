@@ -557,7 +557,15 @@ class DiscordSurface:
 
         Events without an interaction (messages), and interactions whose 15-minute token has
         expired, get a message in place addressed to the user: the most private answer left.
+        An event genbot made itself (no context: a notice of queued jobs) is answered in the
+        user's direct messages with genbot, or in place where Discord refuses the DM.
         """
+        if origin.context is None and not origin.place.is_dm and origin.user.id.isdigit():
+            try:
+                await self._direct(origin.user.id, OutMessage(text))
+                return
+            except SurfaceError as refused:
+                _log.info("no DM to %s (%s): told in place", origin.user.id, refused)
         text = self._fit(draw_mentions(text, native_mention))
         context = origin.context
         if isinstance(context, InteractionContext):
@@ -570,6 +578,12 @@ class DiscordSurface:
                     raise
         await self._notice(origin, text)
 
+    async def _direct(self, user_id: str, message: OutMessage) -> None:
+        """Post ``message`` in ``user_id``'s direct messages with genbot."""
+        async with discord_call("open a DM"):
+            dm = await self.client.create_dm(discord.Object(int(user_id)))
+        await self._post(Place(self.platform, DM_WORKSPACE, str(dm.id), None, True), message, None)
+
     async def send_file_privately(
         self, origin: Event, text: str, filename: str, data: bytes
     ) -> None:
@@ -579,10 +593,7 @@ class DiscordSurface:
         file = ImageFile(filename, data, "application/octet-stream")
         message = OutMessage(text=text, images=(file,))
         try:
-            async with discord_call("open a DM"):
-                dm = await self.client.create_dm(discord.Object(int(origin.user.id)))
-            dm_place = Place(self.platform, DM_WORKSPACE, str(dm.id), None, True)
-            await self._post(dm_place, message, None)
+            await self._direct(origin.user.id, message)
         except SurfaceError as refused:
             _log.info(
                 "no DM to %s (%s): the file goes with the private answer", origin.user.id, refused

@@ -10,7 +10,8 @@ Imagine all's, the prompts of a ``/describe``). A job whose start is refused for
 than a full cap (the daily budget, a prompt the provider's rules refuse) is given up, and its
 user told privately where the batch was run (:func:`not_started`: a line per reason, with the
 prompts it stopped), as privately as the platform allows outside an interaction (Slack's and the
-playground's ephemeral messages; Discord's is a message in the channel addressed to them).
+playground's ephemeral messages; on Discord their direct messages with genbot, else a message in
+the channel addressed to them).
 """
 
 from __future__ import annotations

@@ -11,6 +11,7 @@ from adapters.discord.surface import RATE_LIMIT_WAIT_CAP, DiscordSurface
 from bot.kernel import (
     Attachment,
     Button,
+    Command,
     ImageFile,
     LimitsSettings,
     MessageGone,
@@ -19,6 +20,7 @@ from bot.kernel import (
     Place,
     RateLimited,
     SurfaceError,
+    User,
     speaking,
 )
 from tests.adapters.discord.harness import Harness, RecordingCore
@@ -78,6 +80,22 @@ async def test_a_message_addressed_to_the_requester_mentions_them_so_they_are_no
     quiet = await surface.send(general(fake), model)
     assert fake.messages[int(quiet.message_id)].content == "the model speaks"
     assert fake.messages[int(quiet.message_id)].pings.nobody
+
+
+async def test_a_notice_genbot_makes_itself_goes_to_the_users_dms_else_in_place(
+    bot: Harness,
+) -> None:
+    fake, surface = bot.fake, bot.adapters[0].surface
+    alice = fake.user("alice")
+    queued = Command(user=User(str(alice.id)), place=general(fake), name="imagine")
+    await surface.send_ephemeral(queued, "2 queued jobs of yours did not start.")
+    [told] = fake.bot_messages(fake.dm_channel(alice).id)
+    assert told.content == "2 queued jobs of yours did not start."
+    assert fake.bot_messages(fake.channel("general").id) == []
+    stranger = replace(queued, user=User("4242"))
+    await surface.send_ephemeral(stranger, "1 queued job of yours did not start.")
+    [in_place] = fake.bot_messages(fake.channel("general").id)
+    assert in_place.content == "<@4242> 1 queued job of yours did not start."
 
 
 async def test_edits_replace_text_and_buttons_and_keep_images_unless_given(bot: Harness) -> None:
