@@ -328,31 +328,34 @@ class Batches:
             return
         done = await self._queue.advance(batch, event)
         waiting, total = done.waiting, batch.total
-        if not waiting:
-            notes = [
+        notes: list[str] = []
+        if not waiting and not done.refused:
+            notes.append(
                 ngettext("All {n} job started.", "All {n} jobs started.", total)
                 if total > 1
                 else _("Started.")
-            ]
-        else:
-            notes = [
+            )
+        elif waiting or done.started:
+            notes.append(
                 ngettext(
                     "{started} of {n} job started.",
                     "{started} of {n} jobs started.",
                     total,
-                    started=total - waiting,
-                ),
+                    started=done.started,
+                )
+            )
+        if waiting:
+            notes.append(
                 ngettext(
                     "{n} waits in the queue, starting when one of your jobs finishes (your "
                     "cap of jobs at once).",
                     "{n} wait in the queue, each starting when one of your jobs finishes (your "
                     "cap of jobs at once).",
                     waiting,
-                ),
-            ]
-        told = sentences(*notes)
-        if done.refused:
-            told += "\n" + not_started(done.refused, queued=False)
+                )
+            )
+        refused = not_started(done.refused, queued=False)
+        told = "\n".join(text for text in (sentences(*notes), refused) if text)
         await self._tell(event, told)
 
     async def _screened(self, event: ButtonPress, batch: Batch) -> None:

@@ -253,3 +253,22 @@ async def test_run_checks_the_prompts_against_the_rules_in_force_as_it_is_presse
         assert settled is not None and settled.outcome == "cancelled", "it can run no more"
         [preview] = platform.privates
         assert [b.disabled for row in preview.buttons for b in row] == [True, True]
+
+
+async def test_jobs_run_refuses_are_told_once_per_reason(tmp_path: Path) -> None:
+    platform = PrivatePlatform()
+    options: dict[str, Any] = {"platform": platform, "limits": {"daily_credit_budget_per_user": 4}}
+    async with (
+        serve(sim_config(time_scale=0.003)) as sim,
+        running_genbot(sim, tmp_path / "genbot.db", **options) as bot,
+    ):
+        alice = Actor(bot.core, platform, ALICE, CHANNEL)
+        await alice.command("imagine", "a fox")
+        await until(lambda: asyncio.sleep(0, bool(platform.with_images())))
+        await alice.command("imagine", "{a, b} owl")
+        await run_pressed(bot, platform, "Run 2 jobs")
+        assert imagined(sim) == ["a fox"]
+        assert platform.ephemerals_for(ALICE.id) == [
+            "2 jobs did not start: `a owl`, `b owl`. You have used 4 of "
+            "your 4 credits for today — that is the daily budget; it resets at 00:00 UTC."
+        ]
