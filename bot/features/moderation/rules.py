@@ -64,7 +64,7 @@ def compile_pattern(entry: str) -> Search:
     try:
         search: Search = re2.compile(folded, _OPTIONS).search
     except re2.error as error:
-        reason = error.args[0].decode() if isinstance(error.args[0], bytes) else str(error)
+        reason = _reason(entry) or _reason_of(error)
         if not _python_regex(folded):
             raise BadPattern(_("not a regular expression: {error}", error=reason)) from None
         raise BadPattern(
@@ -77,6 +77,20 @@ def compile_pattern(entry: str) -> Search:
             )
         ) from None
     return search
+
+
+def _reason(entry: str) -> str | None:
+    """RE2's reason for refusing ``entry`` as written (it quotes the part it stopped at, which
+    the admin would not recognise folded), or None when only its folded form is refused."""
+    try:
+        re2.compile(entry, _OPTIONS)
+    except re2.error as error:
+        return _reason_of(error)
+    return None
+
+
+def _reason_of(error: re2.error) -> str:
+    return error.args[0].decode() if isinstance(error.args[0], bytes) else str(error)
 
 
 def _python_regex(pattern: str) -> bool:

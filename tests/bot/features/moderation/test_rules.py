@@ -62,6 +62,20 @@ def test_a_pattern_that_cannot_run_is_refused() -> None:
         compile_pattern("a" * (MAX_PATTERN + 1))
 
 
+def test_a_refusal_quotes_the_pattern_as_written_not_folded(
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    assert pattern_problem("(unclosed") == "not a regular expression: missing ): (unclosed"
+    assert str(pattern_problem("Nude(?=S)")).endswith("(RE2 says: invalid perl operator: (?=)")
+    with caplog.at_level(logging.WARNING, "bot.features.moderation.rules"):
+        RuleSet([ModerationRule("x", "Bad(Word1", pattern=True)])
+    [warning] = caplog.records
+    assert warning.getMessage() == (
+        "moderation pattern 'Bad(Word1' (x) left out: not a regular expression: "
+        "missing ): Bad(Word1"
+    )
+
+
 ADVERSARIAL = "a" * 10_000 + "b"
 """Against ``(a+)+$``, backtracking tries every way to split the run of ``a``: :mod:`re` took
 0.3 s for 22 of them, about four times as long for each two more — years for 40, never ending
