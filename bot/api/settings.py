@@ -67,9 +67,9 @@ class ApiSettings(Section):
     proxy_url: Address = ""
     key: SecretStr = SecretStr("")
     plan: Plan = "developer"
-    connect_timeout: float = 10.0
-    read_timeout: float = 120.0
-    stream_idle_timeout: float = 60.0
+    connect_timeout: float = Field(default=10.0, gt=0)
+    read_timeout: float = Field(default=120.0, gt=0)
+    stream_idle_timeout: float = Field(default=60.0, gt=0)
     """No timeout is documented; these are genbot's (docs/provider.md#timeouts)."""
     rate_limit_max_wait: float = Field(default=60.0, ge=0)
     chat_requests_per_minute: int = Field(default=0, ge=0)

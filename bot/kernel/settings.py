@@ -12,7 +12,15 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Annotated, Literal
 
-from pydantic import AfterValidator, BeforeValidator, Field, SecretStr
+from pydantic import (
+    AfterValidator,
+    BeforeValidator,
+    Field,
+    SecretStr,
+    ValidationInfo,
+    field_validator,
+)
+from pydantic_core import PydanticCustomError
 from pydantic_settings import (
     BaseSettings,
     PydanticBaseSettingsSource,
@@ -20,28 +28,37 @@ from pydantic_settings import (
     TomlConfigSettingsSource,
 )
 
+from bot.api.models_chat import MAX_STOP_SEQUENCES
 from bot.api.settings import Address as Address
 from bot.api.settings import ApiSettings as ApiSettings
 from bot.api.settings import Plan as Plan
 from bot.api.settings import Section as Section
 from bot.api.settings import no_credentials as no_credentials
 
+TokenId = Annotated[str, Field(pattern=r"^[0-9]+$")]
+
 
 class ChatSettings(Section):
     """``[chat]``: defaults for every chat request (users override model, temperature and the
-    channel's system prompt with ``/settings``; ``/chat`` options override per conversation)."""
+    channel's system prompt with ``/settings``; ``/chat`` options override per conversation).
+    The sampling parameters, ``stop``, ``max_tokens`` and ``logit_bias`` are refused at load
+    outside the ranges every request is held to (docs/provider.md#numeric-rules)."""
 
     model: str = "llm-3.5-turbo"
     system_prompt: str = ""
-    temperature: float | None = None
-    top_p: float | None = None
-    presence_penalty: float | None = None
-    frequency_penalty: float | None = None
-    stop: list[str] = Field(default_factory=list)
-    max_tokens: int | None = None
-    logit_bias: dict[str, float] = Field(default_factory=dict)
-    answer_reserve: int = 1024
-    max_function_rounds: int = 3
+    temperature: float | None = Field(default=None, ge=0, le=2)
+    top_p: float | None = Field(default=None, ge=0, le=1)
+    presence_penalty: float | None = Field(default=None, ge=-2, le=2)
+    frequency_penalty: float | None = Field(default=None, ge=-2, le=2)
+    stop: list[Annotated[str, Field(min_length=1)]] = Field(
+        default_factory=list, max_length=MAX_STOP_SEQUENCES
+    )
+    max_tokens: int | None = Field(default=None, ge=1)
+    logit_bias: dict[TokenId, Annotated[float, Field(ge=-100, le=100)]] = Field(
+        default_factory=dict
+    )
+    answer_reserve: int = Field(default=1024, ge=1)
+    max_function_rounds: int = Field(default=3, ge=0)
     stream: bool = True
     documents_max_mb: float = Field(default=10.0, gt=0, le=100)
     documents_max_pages: int = Field(default=500, ge=1, le=10_000)
@@ -157,17 +174,20 @@ class LimitsSettings(Section):
     docs/provider.md#diffusion-prices). Endpoints left out keep their defaults.
     """
 
-    max_concurrent_jobs_per_user: int = 3
-    daily_credit_budget_per_user: int = 200
+    max_concurrent_jobs_per_user: int = Field(default=3, ge=0)
+    """Image jobs one user may have running at once (``0``: no cap)."""
+    daily_credit_budget_per_user: int = Field(default=200, ge=0)
+    """Credits one user may spend per UTC day (``0``: no budget)."""
     max_concurrent_chats_per_user: int = Field(default=3, ge=0)
     """Chat answers genbot writes for one user at once (``0``: no cap;
     :mod:`bot.features.chat.caps`)."""
     chat_answers_per_minute_per_user: int = Field(default=20, ge=0)
     """Chat answers one user may start per minute (``0``: no cap)."""
-    poll_interval_min: float = 1.0
-    poll_interval_max: float = 10.0
-    job_timeout_seconds: float = 1800.0
-    max_upload_bytes: int = 8 * 1024 * 1024
+    poll_interval_min: float = Field(default=1.0, gt=0)
+    poll_interval_max: float = Field(default=10.0, gt=0)
+    """At least ``poll_interval_min``."""
+    job_timeout_seconds: float = Field(default=1800.0, gt=0)
+    max_upload_bytes: int = Field(default=8 * 1024 * 1024, ge=1)
     progress_tick_seconds: float = Field(default=5.0, gt=0)
     """How often running jobs' progress messages move (their time shows in these steps)."""
     diffusion_credits: Annotated[dict[str, int], AfterValidator(_diffusion_credits)] = Field(
@@ -178,6 +198,18 @@ class LimitsSettings(Section):
     confirm_above_credits: int = Field(default=50, ge=0)
     """A command whose jobs are estimated to cost more than this first shows a preview with
     Run and Cancel (``0``: only commands of several jobs do)."""
+
+    @field_validator("poll_interval_max")
+    @classmethod
+    def _no_shorter_than_min(cls, longest: float, info: ValidationInfo) -> float:
+        shortest = info.data.get("poll_interval_min")
+        if shortest is not None and longest < shortest:
+            raise PydanticCustomError(
+                "poll_interval_order",
+                "Input should be at least poll_interval_min ({shortest})",
+                {"shortest": f"{shortest:g}"},
+            )
+        return longest
 
 
 def _categories(lists: dict[str, list[str]]) -> dict[str, list[str]]:

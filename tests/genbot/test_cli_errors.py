@@ -294,3 +294,26 @@ def test_credentials_in_a_configured_address_are_refused_naming_the_setting(
     assert line.startswith(f"Error: invalid configuration: {setting} ({variable}): ")
     assert "holds credentials" in line
     assert "never-print" not in result.output
+
+
+def invoke_with(toml: str, command: str, cwd: Path) -> Result:
+    """``genbot --config genbot.toml command`` in ``cwd``, the file holding ``toml``."""
+    config = cwd / "genbot.toml"
+    config.write_text(toml, encoding="utf-8")
+    return invoke("--config", str(config), command, cwd=cwd)
+
+
+@pytest.mark.parametrize("command", ["run", "doctor"])
+def test_a_negative_cap_or_budget_is_refused_naming_each(tmp_path: Path, command: str) -> None:
+    toml = (
+        "[limits]\nmax_concurrent_jobs_per_user = -1\n"
+        "daily_credit_budget_per_user = -5\npoll_interval_min = 10\npoll_interval_max = 1\n"
+    )
+    result = invoke_with(toml, command, tmp_path)
+    assert result.exit_code == 1
+    assert error_lines(result) == [
+        "Error: invalid configuration: "
+        "[limits] max_concurrent_jobs_per_user: Input should be greater than or equal to 0; "
+        "[limits] daily_credit_budget_per_user: Input should be greater than or equal to 0; "
+        "[limits] poll_interval_max: Input should be at least poll_interval_min (10)"
+    ]

@@ -1,0 +1,81 @@
+"""The core's settings refuse, at load, a number that would quietly mean something else (a
+negative cap read as "no cap") or that every request would be refused for."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+from pydantic import ValidationError
+
+from bot.kernel import ApiSettings, ChatSettings, LimitsSettings
+
+
+def refused(section: type[Any], **values: Any) -> list[tuple[tuple[int | str, ...], str]]:
+    """Where and why building ``section`` from ``values`` is refused."""
+    with pytest.raises(ValidationError) as error:
+        section(**values)
+    return [(details["loc"], details["msg"]) for details in error.value.errors()]
+
+
+@pytest.mark.parametrize("key", ["max_concurrent_jobs_per_user", "daily_credit_budget_per_user"])
+def test_a_negative_cap_or_budget_is_refused_and_zero_is_no_limit(key: str) -> None:
+    assert refused(LimitsSettings, **{key: -1}) == [
+        ((key,), "Input should be greater than or equal to 0")
+    ]
+    assert getattr(LimitsSettings.model_validate({key: 0}), key) == 0
+
+
+def test_the_shortest_poll_interval_is_no_longer_than_the_longest() -> None:
+    assert refused(LimitsSettings, poll_interval_min=10, poll_interval_max=1) == [
+        (("poll_interval_max",), "Input should be at least poll_interval_min (10)")
+    ]
+    assert refused(LimitsSettings, poll_interval_max=0.5) == [
+        (("poll_interval_max",), "Input should be at least poll_interval_min (1)")
+    ]
+    same = LimitsSettings(poll_interval_min=5, poll_interval_max=5)
+    assert (same.poll_interval_min, same.poll_interval_max) == (5, 5)
+
+
+@pytest.mark.parametrize(
+    ("section", "key", "value"),
+    [
+        (LimitsSettings, "poll_interval_min", 0),
+        (LimitsSettings, "job_timeout_seconds", 0),
+        (LimitsSettings, "job_timeout_seconds", -60),
+        (LimitsSettings, "max_upload_bytes", 0),
+        (ApiSettings, "connect_timeout", 0),
+        (ApiSettings, "read_timeout", -1),
+        (ApiSettings, "stream_idle_timeout", 0),
+        (ChatSettings, "temperature", 2.5),
+        (ChatSettings, "temperature", -0.1),
+        (ChatSettings, "top_p", 1.5),
+        (ChatSettings, "presence_penalty", -3),
+        (ChatSettings, "frequency_penalty", 2.1),
+        (ChatSettings, "max_tokens", 0),
+        (ChatSettings, "answer_reserve", -1024),
+        (ChatSettings, "max_function_rounds", -1),
+    ],
+)
+def test_a_number_out_of_its_range_is_refused(section: type[Any], key: str, value: float) -> None:
+    [(where, _)] = refused(section, **{key: value})
+    assert where == (key,)
+
+
+def test_the_chat_defaults_keep_the_rules_every_request_is_held_to() -> None:
+    assert [where for where, _ in refused(ChatSettings, stop=["a", "b", "c", "d", "e"])] == [
+        ("stop",)
+    ]
+    assert [where for where, _ in refused(ChatSettings, stop=["END", ""])] == [("stop", 1)]
+    biased = refused(ChatSettings, logit_bias={"50256": -500, "hello": 1, "²": 1})
+    assert {where for where, _ in biased} == {
+        ("logit_bias", "50256"),
+        ("logit_bias", "hello", "[key]"),
+        ("logit_bias", "²", "[key]"),
+    }, "a token id is ASCII digits, its bias -100 to 100"
+    chat = ChatSettings(
+        temperature=0, top_p=1, presence_penalty=-2, frequency_penalty=2, max_tokens=1,
+        stop=["a", "b", "c", "d"], logit_bias={"50256": -100, "1734": 100},
+        answer_reserve=1, max_function_rounds=0,
+    )  # fmt: skip
+    assert chat.logit_bias == {"50256": -100, "1734": 100}
