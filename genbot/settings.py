@@ -21,6 +21,7 @@ from adapters.discord.settings import DiscordSettings
 from adapters.slack.settings import SlackSettings
 from adapters.web.settings import WebSettings
 from bot.kernel import CoreSettings
+from genbot.settings_moderation import CheckedModerationSettings
 
 MOVED_LIMITS: Mapping[str, tuple[str, str]] = {
     "discord_edits_per_window": ("discord", "edits_per_window"),
@@ -32,8 +33,10 @@ MOVED_LIMITS: Mapping[str, tuple[str, str]] = {
 
 
 class Settings(CoreSettings):
-    """All of genbot's settings."""
+    """All of genbot's settings (``[moderation]`` patterns checked as the core runs them:
+    :class:`genbot.settings_moderation.CheckedModerationSettings`)."""
 
+    moderation: CheckedModerationSettings = Field(default_factory=CheckedModerationSettings)
     discord: DiscordSettings = Field(default_factory=DiscordSettings)
     slack: SlackSettings = Field(default_factory=SlackSettings)
     web: WebSettings = Field(default_factory=WebSettings)

@@ -317,3 +317,34 @@ def test_a_negative_cap_or_budget_is_refused_naming_each(tmp_path: Path, command
         "[limits] daily_credit_budget_per_user: Input should be greater than or equal to 0; "
         "[limits] poll_interval_max: Input should be at least poll_interval_min (10)"
     ]
+
+
+@pytest.mark.parametrize("command", ["run", "doctor"])
+def test_a_configured_pattern_re2_does_not_run_is_refused_as_written(
+    tmp_path: Path, command: str
+) -> None:
+    toml = (
+        '[moderation]\npatterns = { gore = ["decapitat\\\\w*"], '
+        'x = ["(unclosed"], nsfw = ["Nude(?=S)"] }\n'
+    )
+    result = invoke_with(toml, command, tmp_path)
+    assert result.exit_code == 1
+    [line] = error_lines(result)
+    assert line.startswith(
+        "Error: invalid configuration: [moderation] patterns: category 'x', pattern '(unclosed': "
+        "not a regular expression: missing ): (unclosed; category 'nsfw', pattern 'Nude(?=S)': "
+        "genbot runs patterns on RE2"
+    )
+    assert line.endswith("(RE2 says: invalid perl operator: (?=)")
+    assert "decapitat" not in line and "unciosed" not in line
+
+
+def test_a_pattern_from_the_environment_names_its_variable(tmp_path: Path) -> None:
+    patterns = '{"x": ["a(?<=b)"]}'
+    result = invoke("doctor", env={"GENBOT_MODERATION__PATTERNS": patterns}, cwd=tmp_path)
+    assert result.exit_code == 1
+    [line] = error_lines(result)
+    assert line.startswith(
+        "Error: invalid configuration: [moderation] patterns (GENBOT_MODERATION__PATTERNS): "
+        "category 'x', pattern 'a(?<=b)': genbot runs patterns on RE2"
+    )
