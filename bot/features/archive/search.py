@@ -13,6 +13,7 @@ carried in an ``Older ▶`` button's ref to the next page.
 
 from __future__ import annotations
 
+import calendar
 import re
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
@@ -34,6 +35,7 @@ SCOPES: Final = ("me", "workspace")
 SEPARATOR: Final = "~"
 """Between the parts of a page's ref (never in a word, a channel id, a date or a job id)."""
 MOST_WORDS: Final = 8
+DAY_SECONDS: Final = 86400.0
 _WORD: Final = re.compile(r"[^\W_]+")
 _CHANNEL: Final = re.compile(r"^<#([^>|]+)(?:\|[^>]*)?>$")
 _DAY: Final = re.compile(r"^\d{4}(-\d{2}(-\d{2})?)?$")
@@ -73,17 +75,17 @@ def _day(text: str, last: bool) -> date:
         if len(parts) == 3:
             return date(parts[0], parts[1], parts[2])
         if len(parts) == 2:
-            first = date(parts[0], parts[1], 1)
-            if not last:
-                return first
-            return (first + timedelta(days=31)).replace(day=1) - timedelta(days=1)
+            days = calendar.monthrange(parts[0], parts[1])[1] if last else 1
+            return date(parts[0], parts[1], days)
         return date(parts[0], 12, 31) if last else date(parts[0], 1, 1)
     except ValueError:
         raise UserError(_("`{text}` is not a date.", text=text) + " " + _(DATE_HELP)) from None
 
 
 def date_range(text: str, now: float) -> tuple[float, float]:
-    """``[since, until)`` in seconds for a ``date`` filter (see the module docstring)."""
+    """``[since, until)`` in seconds for a ``date`` filter (see the module docstring); any
+    day of the years 1 to 9999 (``until`` of the last one is past what a date can hold, so it is
+    counted in seconds)."""
     text = text.strip().lower()
     today = datetime.fromtimestamp(now, UTC).date()
     named = {"today": today, "yesterday": today - timedelta(days=1)}
@@ -98,7 +100,7 @@ def date_range(text: str, now: float) -> tuple[float, float]:
     def seconds(day: date) -> float:
         return datetime(day.year, day.month, day.day, tzinfo=UTC).timestamp()
 
-    return seconds(start), seconds(end + timedelta(days=1))
+    return seconds(start), seconds(end) + DAY_SECONDS
 
 
 @dataclass(frozen=True)

@@ -48,11 +48,37 @@ def test_dates_are_whole_utc_days(text: str, since: str, until: str) -> None:
     assert date_range(text, NOW) == (day(since), day(until))
 
 
+END_OF_9999 = day("9999-12-31") + 86400
+
+
+@pytest.mark.parametrize(
+    ("text", "since", "until"),
+    [
+        ("9999", day("9999-01-01"), END_OF_9999),
+        ("9999-12", day("9999-12-01"), END_OF_9999),
+        ("9999-12-31", day("9999-12-31"), END_OF_9999),
+        ("1900-01-01..9999-12-31", day("1900-01-01"), END_OF_9999),
+        ("0001", day("0001-01-01"), day("0002-01-01")),
+        ("2024-02", day("2024-02-01"), day("2024-03-01")),
+    ],
+)
+def test_every_day_a_date_can_hold_is_a_search_the_last_one_included(
+    text: str, since: float, until: float
+) -> None:
+    query = jobs(date=text)
+    search = query.search(Command(user=ALICE, place=GENERAL, name="jobs"), NOW)
+    assert (search.since, search.until) == (since, until)
+    assert ArchiveQuery.from_ref(query.ref("j1").partition("~")[2]).date == text
+
+
 @pytest.mark.parametrize(
     ("options", "told"),
     [
         ({"date": "last week"}, "is not a date"),
         ({"date": "2026-13-01"}, "is not a date"),
+        ({"date": "0000"}, "is not a date"),
+        ({"date": "9999-13"}, "is not a date"),
+        ({"date": "10000"}, "is not a date"),
         ({"date": "2026-11-15..2026-11-01"}, "ends before it starts"),
         ({"type": "video"}, "is not a type"),
         ({"channel": "two words"}, "is not a channel"),
