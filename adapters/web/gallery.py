@@ -12,7 +12,7 @@
 Every request says where the user looks from (``from``: a playground channel, ``general`` by
 default): the core checks each job there as a press there would be checked. Behind the
 playground's access rules like every ``/api/`` path. Refusals: 400 (a filter), 404 (a job the
-user may not see, or no image).
+user may not see, or no image); never a 500 for what a request gives.
 """
 
 from __future__ import annotations
@@ -29,6 +29,7 @@ from bot.kernel import N_, GalleryResult, Place, UserError, _
 
 FILTERS: Final = ("text", "type", "channel", "date", "scope")
 PAGE_SIZE: Final = 24
+LIMIT_DIGITS: Final = 9
 NO_GALLERY: Final = N_("The gallery is not available in this playground.")
 
 
@@ -43,11 +44,14 @@ def _from(request: web.Request, value: object) -> tuple[str, Place]:
 
 
 def _limit(raw: str | None) -> int:
+    """The page size asked for: ASCII digits (``²`` is a digit Python cannot read as a number);
+    past nine of them, a number larger than any page."""
     if not raw:
         return PAGE_SIZE
-    if not raw.isdigit():
+    if not (raw.isascii() and raw.isdigit()):
         raise BadInput(_("'limit' must be a whole number, not {given}.", given=repr(raw[:20])))
-    return int(raw)
+    digits = raw.lstrip("0")
+    return int(digits or "0") if len(digits) <= LIMIT_DIGITS else 10**LIMIT_DIGITS
 
 
 def _result(result: GalleryResult, channel: str) -> dict[str, Any]:

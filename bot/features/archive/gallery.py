@@ -43,7 +43,12 @@ from storage import Job, JobArchive
 log = logging.getLogger(__name__)
 
 MOST_RESULTS: Final = 48
-"""The most results one page asks for."""
+"""The most results one page asks for (a larger ``limit`` asks for this many)."""
+STALE_PAGE: Final = N_(
+    "This page link no longer works (the result it continues from is gone, or it never named "
+    "one): start again from the first page."
+)
+NO_RESULTS_ASKED: Final = N_("A page shows at least one result: ask for a limit of 1 to {most}.")
 NO_DESCRIBE: Final = N_(
     "The gallery shows images; describe results have none (`/jobs` finds them)."
 )
@@ -104,15 +109,22 @@ class Gallery:
     async def page(
         self, user: User, place: Place, filters: Mapping[str, str], after: str | None, limit: int
     ) -> GalleryPage:
-        """Up to ``limit`` results ``filters`` find, newest first, after the job ``after``."""
+        """Up to ``limit`` results ``filters`` find, newest first, after the job ``after`` (the
+        last of the page before, which the user may see; a page link naming another is stale).
+        A ``limit`` under 1 is refused; above :data:`MOST_RESULTS`, that many are shown."""
         event = Event(user=user, place=place)
         if filters.get("type", "").strip().lower() == "describe":
             raise UserError(_(NO_DESCRIBE))
+        if limit < 1:
+            raise UserError(_(NO_RESULTS_ASKED, most=MOST_RESULTS))
         now = self.clock()
         query = ArchiveQuery.of(event, filters, now)
         if after:
-            await self._job(event, after)
-        limit = min(max(limit, 1), MOST_RESULTS)
+            try:
+                await self._job(event, after)
+            except UserError:
+                raise UserError(_(STALE_PAGE)) from None
+        limit = min(limit, MOST_RESULTS)
         jobs = await self.archive.search(query.search(event, now, after or None), limit + 1)
         shown = jobs[:limit]
         results = tuple(self._result(job) for job in shown if has_images(job))

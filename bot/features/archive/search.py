@@ -60,7 +60,7 @@ def channel_of(value: str, here: str) -> str:
         return here
     mention = _CHANNEL.match(value.strip())
     channel = mention.group(1) if mention else value
-    if not channel or any(c in channel for c in f" {SEPARATOR}<>|"):
+    if not channel or not channel.isprintable() or any(c in channel for c in f" {SEPARATOR}<>|"):
         raise UserError(
             _("`{value}` is not a channel: mention it (#channel) or say `here`.", value=value)
         )

@@ -1,7 +1,8 @@
 """The gallery's API on the real core: whose results it shows (a user's own; an admin's
 workspace search leaves out DMs, as ``/jobs`` does), thumbnails, and what it refuses — a
 workspace search by a non-admin, describe results, a page after a job the user may not see, and
-an image of a job they may not see. The Chromium test (test_browser_gallery.py) drives the page.
+an image of a job they may not see — and that whatever a request gives, the answer is a result or
+a 400 saying why, never a 500. The Chromium test (test_browser_gallery.py) drives the page.
 """
 
 from __future__ import annotations
@@ -75,7 +76,8 @@ async def test_whose_results_thumbnails_and_refusals(tmp_path: Path) -> None:
         refused = await _get(alice, "/api/gallery?scope=workspace", 400)
         assert "Only genbot admins" in refused["error"]
         assert "describe" in (await _get(alice, "/api/gallery?type=describe", 400))["error"]
-        assert "no record" in (await _get(alice, "/api/gallery?after=AAAAAAAAAAAA", 400))["error"]
+        stale = await _get(alice, "/api/gallery?after=AAAAAAAAAAAA", 400)
+        assert "page link no longer works" in stale["error"]
         assert "no record" in (await _get(alice, "/api/gallery/images/..%2Fetc", 404))["error"]
         await _get(alice, "/api/gallery?from=dm-someone-else", 400)
         assert mine["results"][0]["forms"] == [{"action": "diff_init", "label": "Use as init"}]
@@ -131,3 +133,37 @@ async def test_use_as_init_keeps_the_images_aspect_ratio_within_the_size_limits(
         await general.until(lambda: stack.sim.state.requests_to("/diff/img2img"))
         [sent] = stack.sim.state.requests_to("/diff/img2img")
         assert (sent.body["width"], sent.body["height"]) == ("680", "384")
+
+
+async def test_whatever_a_page_request_gives_the_answer_is_results_or_a_400_saying_why(
+    tmp_path: Path,
+) -> None:
+    async with real_stack(tmp_path) as stack, playground_user(stack.url) as alice:
+        job, _, _ = await _imagined(stack, alice, "a lighthouse at dusk", "general")
+
+        def found(page: Any) -> list[str]:
+            return [result["id"] for result in page["results"]]
+
+        for date in ("9999", "9999-12", "9999-12-31", "0001"):
+            assert found(await _get(alice, f"/api/gallery?date={date}", 200)) == [], date
+        everything = await _get(alice, "/api/gallery?date=1900-01-01..9999-12-31", 200)
+        assert found(everything) == [job.id]
+        assert found(await _get(alice, "/api/gallery?limit=" + "0" * 30 + "7", 200)) == [job.id]
+        assert found(await _get(alice, "/api/gallery?limit=" + "9" * 4400, 200)) == [job.id]
+        assert found(await _get(alice, "/api/gallery?text=%00", 200)) == [job.id]
+
+        refusals = {
+            "date=0000": "`0000` is not a date",
+            "date=9999-13": "`9999-13` is not a date",
+            "after=zzz": "page link no longer works",
+            f"after={job.id}X": "page link no longer works",
+            "limit=0": "at least one result",
+            "limit=%C2%B2": "'limit' must be a whole number",
+            "limit=-1": "'limit' must be a whole number",
+            "channel=a%00b": "is not a channel",
+            "type=frob": "is not a type",
+            "from=..%2Fx": "Invalid channel name",
+        }
+        for query, why in refusals.items():
+            refused = await _get(alice, f"/api/gallery?{query}", 400)
+            assert why in refused["error"], query
