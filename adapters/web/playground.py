@@ -51,6 +51,7 @@ from bot.kernel import (
 
 KEPT_MESSAGES = "playground_messages"
 KEPT_IMAGES = "playground_images"
+KEPT_FILES = "playground_files"
 """The kinds of what the playground keeps about a user (``/forget-me``)."""
 log = logging.getLogger(__name__)
 
@@ -596,19 +597,22 @@ class Playground:
         """How many messages the playground keeps naming ``user_id`` or in their DM (in memory
         and in the storage), and images only they show: what :meth:`forget_user` deletes."""
         ids, images = await self._about(user_id, forget=False)
-        return {KEPT_MESSAGES: len(ids), KEPT_IMAGES: len(images)}
+        files = self.uploads.owned_by(user_id) + self.downloads.owned_by(user_id)
+        return {KEPT_MESSAGES: len(ids), KEPT_IMAGES: len(images), KEPT_FILES: files}
 
     async def forget_user(self, user_id: str) -> dict[str, int]:
         """Delete the messages naming ``user_id`` (theirs, answers to them, those only they
         see) and their DM, with the images only they show, from the storage first, then from
-        memory and the browsers showing them; how many of each (:meth:`kept_about`'s kinds)."""
+        memory and the browsers showing them, and the files held for them (uploads not sent
+        yet, exports to download); how many of each (:meth:`kept_about`'s kinds)."""
         gone, images = await self._about(user_id, forget=True)
+        files = self.uploads.forget(user_id) + self.downloads.forget(user_id)
         for message_id in gone:
             message = self.store.remove(message_id)
             if message is not None:
                 erased = replace(message, deleted=True, text="", buttons=(), images=[])
                 self._show("delete", erased, images_before=0)
-        return {KEPT_MESSAGES: len(gone), KEPT_IMAGES: len(images)}
+        return {KEPT_MESSAGES: len(gone), KEPT_IMAGES: len(images), KEPT_FILES: files}
 
     async def _about(self, user_id: str, *, forget: bool) -> tuple[set[str], set[str]]:
         """The ids of the messages about ``user_id`` and the keys of the images only they show,

@@ -97,6 +97,20 @@ class UploadCache:
         self._expire()
         return len(self._kept)
 
+    def owned_by(self, owner: str) -> int:
+        """How many files are kept for ``owner``."""
+        self._expire()
+        return sum(1 for kept in self._kept.values() if kept.file.owner == owner)
+
+    def forget(self, owner: str) -> int:
+        """Drop every file kept for ``owner`` (``/forget-me``); how many went. Uploads still
+        arriving are theirs to add: one added later is a file the user sent after."""
+        self._expire()
+        mine = [key for key, kept in self._kept.items() if kept.file.owner == owner]
+        for key in mine:
+            self._drop(key)
+        return len(mine)
+
     def take(self, upload_ids: list[str], owner: str) -> list[StoredFile]:
         """Remove and return ``owner``'s uploads; ``KeyError`` (naming the id) if one is gone."""
         unique = list(dict.fromkeys(upload_ids))

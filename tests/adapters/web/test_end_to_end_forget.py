@@ -2,7 +2,8 @@
 their DM (a grid drawn by the chat's tool), set their defaults and made a job in a channel sees
 what genbot keeps about them, privately, and after pressing "Delete all of it" no table of the
 database names them, their messages and images are gone from the playground (as many as the
-preview named), and another user's stay."""
+preview named), so are the files it held for them (an upload not sent yet, a ``/jobs export``
+zip to download), and another user's stay."""
 
 from __future__ import annotations
 
@@ -10,8 +11,11 @@ import asyncio
 from pathlib import Path
 
 from storage import Job, Store
+from tests.adapters.web.fakes import png, upload
 from tests.genbot.stack import playground_user, real_stack
 from tests.storage.helpers import rows_naming
+
+FILES = "Playground files held for you (uploads not sent yet, exports to download)"
 
 
 async def posted(store: Store, prompt: str) -> Job:
@@ -57,6 +61,16 @@ async def test_forget_me_counts_then_deletes_every_row_naming_the_user(tmp_path:
 
         stored, pictures = await store.playground.about_user(me, dm)
         assert stored and pictures, "the DM's messages and the grid's images are kept"
+        status, uploaded = await upload(user.session, ("held.png", png()))
+        assert status == 201, uploaded
+        held = [item["url"] for item in uploaded["uploads"]]
+        exported = await user.command("/jobs export")
+        await general.until(lambda: general.handled(exported))
+        [zipped] = [m for m in general.after(exported) if m["kind"] == "ephemeral"]
+        held.append(zipped["text"].split("Download: ")[1].split(" ")[0].removeprefix(stack.url))
+        for path in held:
+            async with user.session.get(path) as response:
+                assert response.status == 200, path
         asked = await user.command("/forget-me")
         await general.until(lambda: general.handled(asked))
         [preview] = [m for m in general.after(asked) if m["kind"] == "ephemeral"]
@@ -71,6 +85,7 @@ async def test_forget_me_counts_then_deletes_every_row_naming_the_user(tmp_path:
         shown = counts(preview["text"])
         assert shown["Playground messages"] >= len(stored)
         assert shown["Playground images"] >= len(pictures)
+        assert shown[FILES] == 2
         pressed = await user.press(preview, "Delete all of it")
         await general.until(lambda: general.handled(pressed))
         [done] = [m for m in general.after(preview["id"]) if m["kind"] == "ephemeral"]
@@ -79,6 +94,10 @@ async def test_forget_me_counts_then_deletes_every_row_naming_the_user(tmp_path:
         went = counts(done["text"])
         assert went["Playground messages"] == shown["Playground messages"] + 1, "and the preview"
         assert went["Playground images"] == shown["Playground images"]
+        assert went[FILES] == 2
+        for path in held:
+            async with user.session.get(path) as response:
+                assert response.status == 404, path
         assert await rows_naming(store, me) == {}
         assert await store.playground.about_user(me, dm) == ([], [])
         assert await store.jobs.get_job(owl.id) is not None, "another user's job stays"
