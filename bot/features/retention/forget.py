@@ -2,9 +2,10 @@
 it (:meth:`storage.Retention.forget`, plus what the platform's surface keeps: the playground's
 messages and images). The preview lists the kinds :meth:`storage.Retention.kept` and the surface
 count, the confirmation those the deletion counted as it erased them: one list,
-:data:`storage.queries.user_data.USER_DATA`. Admins name another user (``/forget-me
-<@user>``); their deletion is recorded in the audit log under the pseudonym the records that
-stay name instead, never the user's id. Every answer is private.
+:data:`storage.queries.user_data.USER_DATA`. Unfinished jobs stay (their results land after the
+deletion): both say how many, and to ask again once they finish. Admins name another user
+(``/forget-me <@user>``); their deletion is recorded in the audit log under the pseudonym the
+records that stay name instead, never the user's id. Every answer is private.
 """
 
 from __future__ import annotations
@@ -87,6 +88,10 @@ KINDS: Final[Mapping[str, tuple[str, str]]] = {
     ),
     "playground_messages": (N_("Playground messages"), N_("Playground messages")),
     "playground_images": (N_("Playground images"), N_("Playground images")),
+    "playground_files": (
+        N_("Playground files held for you (uploads not sent yet, exports to download)"),
+        N_("Playground files held for them (uploads not sent yet, exports to download)"),
+    ),
 }
 """The label of each kind of a user's data (:data:`storage.queries.user_data.USER_DATA`'s,
 then what a platform's surface keeps, :meth:`bot.outbox.Outbox.kept_about`), about the user's
@@ -133,17 +138,7 @@ class ForgetFeature:
         kinds = {**kept.kinds, **await self.outbox.kept_about(platform, user_id)}
         yours = user_id == event.user.id
         self._refuse_while_banned(kept.banned_until, yours)
-        lines = _lines(kinds, yours, user_id)
-        if kept.running:
-            lines.append(
-                "- "
-                + ngettext(
-                    "{n} job still running stays until it finishes: run {forget} again then.",
-                    "{n} jobs still running stay until they finish: run {forget} again then.",
-                    kept.running,
-                    forget=named("forget-me"),
-                )
-            )
+        lines = [*_lines(kinds, yours, user_id), *_running(kept.running)]
         head = (
             _("**What genbot keeps about you** on {platform}:", platform=platform)
             if yours
@@ -196,7 +191,8 @@ class ForgetFeature:
             )
         )
         went = {kind: count for kind, count in shown.items() if count}
-        text = "\n".join([head, *_lines(went, yours, user_id)])
+        running = (await self.store.kept(platform, user_id)).running
+        text = "\n".join([head, *_lines(went, yours, user_id), *_running(running)])
         if not await self.outbox.tell_forgotten(event, text):
             await self.outbox.write(event.place, Notice(event, text), WritePolicy.NOW)
 
@@ -222,6 +218,20 @@ class ForgetFeature:
 def _lines(kinds: Mapping[str, int], yours: bool, user_id: str) -> list[str]:
     """One line per kind of data, its label and its count."""
     return [f"- {_label(kind, yours, user_id)}: {count}" for kind, count in kinds.items()]
+
+
+def _running(jobs: int) -> list[str]:
+    """The line saying that ``jobs`` unfinished jobs stay (none when there are none): in the
+    preview, and again under what went, as their results land after the deletion."""
+    if not jobs:
+        return []
+    line = ngettext(
+        "{n} job still running stays until it finishes: run {forget} again then.",
+        "{n} jobs still running stay until they finish: run {forget} again then.",
+        jobs,
+        forget=named("forget-me"),
+    )
+    return [f"- {line}"]
 
 
 def _label(kind: str, yours: bool, user_id: str) -> str:

@@ -7,7 +7,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from adapters.web.playground import KEPT_IMAGES, KEPT_MESSAGES
+from adapters.web.playground import KEPT_FILES, KEPT_IMAGES, KEPT_MESSAGES
 from bot.features.audit import AuditTrail
 from bot.features.retention import ForgetFeature
 from bot.features.retention.forget import KINDS
@@ -15,7 +15,8 @@ from bot.kernel import ButtonPress, Command, OutMessage, Place, User
 from storage.queries.user_data import USER_DATA
 from tests.bot.features.jobs.test_batches import PrivatePlatform
 from tests.bot.harness import Parts, harness
-from tests.storage.helpers import everything_about, rows_naming
+from tests.storage.conftest import new_job
+from tests.storage.helpers import create_job, everything_about, rows_naming
 
 USER = User("fake-5e1f0c2a9b7d")
 OTHER = "fake-77aa00bb11cc"
@@ -35,7 +36,7 @@ def pressed(message: OutMessage, label: str) -> ButtonPress:
 
 
 def test_every_kind_counted_has_a_label() -> None:
-    counted = [data.kind for data in USER_DATA] + [KEPT_MESSAGES, KEPT_IMAGES]
+    counted = [data.kind for data in USER_DATA] + [KEPT_MESSAGES, KEPT_IMAGES, KEPT_FILES]
     assert list(KINDS) == counted
 
 
@@ -68,3 +69,20 @@ async def test_the_preview_names_every_kind_and_the_deletion_leaves_none(tmp_pat
         assert set(after.kinds.values()) == {0}
         assert await rows_naming(store, USER.id) == {}
         assert await rows_naming(store, OTHER) == others, "another user's rows stay"
+
+
+async def test_the_confirmation_repeats_that_a_running_job_stays(tmp_path: Path) -> None:
+    platform = PrivatePlatform()
+    async with harness(tmp_path, platform=platform, features=forget_me) as bot:
+        mine = {"requester_id": USER.id, "platform": "fake", "workspace_id": "web"}
+        await create_job(bot.store.admission, new_job(**mine, prompt="a fox", status="posted"))
+        await create_job(bot.store.admission, new_job(**mine, prompt="still being drawn"))
+        stays = "- 1 job still running stays until it finishes: run `/forget-me` again then."
+
+        await bot.core.handle(Command(user=USER, place=PLACE, name="forget-me"))
+        [preview] = platform.privates
+        assert stays in preview.text.splitlines()
+        await bot.core.handle(pressed(preview, "Delete all of it"))
+        [done] = platform.ephemerals_for(USER.id)
+        assert "- Jobs (prompts, parameters, result links): 1" in done.splitlines()
+        assert done.splitlines()[-1] == stays
