@@ -327,8 +327,11 @@ async def button(request: web.Request) -> web.Response:
         raise BadInput(_("That message is no longer in the playground."))
     if shown.visible_to not in (None, user.id) or not can_see(shown.channel, user.id):
         raise BadInput(_("That message is not yours to use."))
-    if not shown.has_button(custom_id):
+    pressed = shown.button(custom_id)
+    if pressed is None:
         raise BadInput(_("That button is no longer on the message."))
+    if pressed.disabled:
+        raise BadInput(_("That button is turned off: it cannot be pressed."))
     action, ref = decoded
     event_id = adapter.playground.store.new_id()
     event = ButtonPress(

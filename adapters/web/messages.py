@@ -96,8 +96,9 @@ class WebMessage:
     version: int = 0
     """Which save of the message this is (the history counts them; 0: never saved)."""
 
-    def has_button(self, custom_id: str) -> bool:
-        return any(button.custom_id == custom_id for row in self.buttons for button in row)
+    def button(self, custom_id: str) -> Button | None:
+        """The button ``custom_id`` on the message (disabled or not), or None."""
+        return next((b for row in self.buttons for b in row if b.custom_id == custom_id), None)
 
     def image_keys(self) -> set[str]:
         return {image["key"] for image in self.images}

@@ -109,6 +109,30 @@ async def test_a_press_names_a_message_the_playground_shows_and_the_presser_sees
     assert core.events == []
 
 
+async def test_a_disabled_button_cannot_be_pressed(
+    browser: ClientSession, core: RecordingCore, adapter: WebAdapter
+) -> None:
+    """A disabled button (the "1/2" label of a branch, a preview's Run once it ran) is refused
+    through the API as the page refuses it, and nothing reaches the core."""
+    buttons = (
+        (
+            Button("‹", "chat_branch", "c1.1"),
+            Button("2/2", "chat_branch", "c1.0", disabled=True),
+        ),
+    )
+    ref = await adapter.surface.send(web_place(), OutMessage("answer", buttons=buttons))
+    label = {"message_id": ref.message_id, "custom_id": "gb:chat_branch:c1.0"}
+    assert await post(browser, "/api/button", label) == (
+        400,
+        {"error": "That button is turned off: it cannot be pressed."},
+    )
+    await assert_no_event_before_the_next(browser, core)
+    older = {"message_id": ref.message_id, "custom_id": "gb:chat_branch:c1.1"}
+    assert (await post(browser, "/api/button", older))[0] == 202
+    event = (await core.wait_for_events(2))[1]
+    assert isinstance(event, ButtonPress) and (event.action, event.ref) == ("chat_branch", "c1.1")
+
+
 async def test_modal_opened_by_a_button_is_submitted_as_modal_submit(
     browser: ClientSession, core: RecordingCore, adapter: WebAdapter
 ) -> None:
