@@ -158,6 +158,7 @@ def configured_adapters(
         adapters["web"] = WebAdapter(
             settings.web,
             settings.limits,
+            chat=settings.chat,
             history=None if storage is None else storage.playground,
             legacy_history=legacy,
             admin_link=demo,

@@ -36,6 +36,7 @@ from adapters.web.surface import WebSurface
 from bot.kernel import (
     OUTAGE,
     AdminConsole,
+    ChatSettings,
     Command,
     EventRouter,
     EventSink,
@@ -74,6 +75,7 @@ class WebAdapter:
         *,
         keepalive_seconds: float = 15.0,
         handler_timeout: float = 900.0,
+        chat: ChatSettings | None = None,
         history: PlaygroundHistory | None = None,
         legacy_history: Path | None = None,
         admin_link: bool = False,
@@ -85,6 +87,7 @@ class WebAdapter:
         self.playground = Playground(
             upload_cache_bytes=settings.upload_cache_mb * 1024 * 1024,
             max_upload_bytes=(limits or LimitsSettings()).max_upload_bytes,
+            max_document_bytes=int((chat or ChatSettings()).documents_max_mb * 1024 * 1024),
             history=history,
             max_image_memory=max_image_memory,
             messages_per_channel=settings.messages_per_channel,

@@ -12,8 +12,8 @@ from adapters.web.language import language_middleware, page_messages
 from adapters.web.routes import ADAPTER, MULTIPART_OVERHEAD, UPLOAD_TIMEOUT, Serving
 
 
-def _upload_route(max_upload_bytes: int) -> Callable[[web.Request], Awaitable[web.Response]]:
-    limit = handlers.MAX_FILES_PER_REQUEST * (max_upload_bytes + MULTIPART_OVERHEAD)
+def _upload_route(largest_file: int) -> Callable[[web.Request], Awaitable[web.Response]]:
+    limit = handlers.MAX_FILES_PER_REQUEST * (largest_file + MULTIPART_OVERHEAD)
 
     @body_limit(limit, timeout=UPLOAD_TIMEOUT)
     async def upload(request: web.Request) -> web.Response:
@@ -41,7 +41,7 @@ def build_app(adapter: Serving) -> web.Application:
     app.router.add_post("/api/button", handlers.button)
     app.router.add_post("/api/edit", handlers.edit)
     app.router.add_post("/api/modal", handlers.modal)
-    app.router.add_post("/api/upload", _upload_route(adapter.playground.max_upload_bytes))
+    app.router.add_post("/api/upload", _upload_route(handlers.largest_upload(adapter.playground)))
     app.router.add_get("/admin", admin.page)
     app.router.add_get("/api/admin/overview", admin.overview)
     app.router.add_get("/api/admin/audit.jsonl", admin.export)

@@ -421,32 +421,47 @@ def _form_errors(
     return errors
 
 
-async def _read_part(part: BodyPartReader, limit: int, filename: str) -> bytes:
+async def _read_part(part: BodyPartReader, limit: int, filename: str, document: bool) -> bytes:
     data = bytearray()
     while chunk := await part.read_chunk(_CHUNK):
         data.extend(chunk)
-        if len(data) > limit:
+        if len(data) <= limit:
+            continue
+        if document:
             raise BadInput(
                 _(
-                    "{file} is too large: images can be at most {size}.",
+                    "{file} is too large: documents can be at most {size}.",
                     file=filename,
                     size=format_bytes(limit),
                 )
             )
+        raise BadInput(
+            _(
+                "{file} is too large: images can be at most {size}.",
+                file=filename,
+                size=format_bytes(limit),
+            )
+        )
     return bytes(data)
 
 
+def largest_upload(playground: Playground) -> int:
+    """The most bytes one uploaded file may have (an image or a document)."""
+    return max(playground.max_upload_bytes, playground.max_document_bytes)
+
+
 async def upload(request: web.Request) -> web.Response:
-    """``multipart/form-data`` with one or more ``file`` fields (PNG, JPEG, GIF or WebP, or a
-    document chat reads: a text file or PDF); 503
+    """``multipart/form-data`` with one or more ``file`` fields (PNG, JPEG, GIF or WebP of at
+    most ``[limits] max_upload_bytes``, or a document chat reads, a text file or PDF, of at most
+    ``[chat] documents_max_mb``); 503
     while the playground holds as many pending uploads as ``[web] upload_cache_mb`` allows."""
     playground, user = request.app[ADAPTER].playground, request[USER]
     if not request.content_type.startswith("multipart/"):
         raise BadInput(_("Upload images as multipart/form-data in a field named 'file'."))
-    arriving = request.content_length or MAX_FILES_PER_REQUEST * playground.max_upload_bytes
+    arriving = request.content_length or MAX_FILES_PER_REQUEST * largest_upload(playground)
     try:
         with playground.uploads.reserve(arriving):
-            received = await _receive_images(request, playground.max_upload_bytes)
+            received = await _receive_images(request, playground)
             kept = [playground.uploads.add(user.id, *image) for image in received]
     except UploadCacheFull as full:
         refused(request, "upload cache full")
@@ -474,7 +489,9 @@ def document_type(filename: str, content_type: str | None) -> str | None:
     return PDF_TYPE if is_pdf(attachment) else "text/plain"
 
 
-async def _receive_images(request: web.Request, max_bytes: int) -> list[tuple[str, bytes, str]]:
+async def _receive_images(
+    request: web.Request, playground: Playground
+) -> list[tuple[str, bytes, str]]:
     reader = await request.multipart()
     received: list[tuple[str, bytes, str]] = []
     while (part := await reader.next()) is not None:
@@ -489,10 +506,11 @@ async def _receive_images(request: web.Request, max_bytes: int) -> list[tuple[st
                 )
             )
         filename = part.filename or "image"
-        data = await _read_part(part, max_bytes, filename)
+        document = document_type(filename, part.headers.get("Content-Type"))
+        limit = playground.max_upload_bytes if document is None else playground.max_document_bytes
+        data = await _read_part(part, limit, filename, document is not None)
         if not data:
             raise BadInput(_("{file} is empty.", file=filename))
-        document = document_type(filename, part.headers.get("Content-Type"))
         if document is not None:
             received.append((filename, data, document))
             continue

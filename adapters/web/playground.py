@@ -109,6 +109,7 @@ class Playground:
         *,
         upload_cache_bytes: int,
         max_upload_bytes: int,
+        max_document_bytes: int | None = None,
         history: PlaygroundHistory | None = None,
         legacy_file: Path | None = None,
         profile: PlatformProfile = WEB_PROFILE,
@@ -122,6 +123,10 @@ class Playground:
         acceptance is judged by: the history's, which every process sharing it reads (see
         :class:`adapters.web.adapter.WebAdapter`)."""
         self.max_upload_bytes = max_upload_bytes
+        """The most bytes of an uploaded image (``[limits] max_upload_bytes``)."""
+        self.max_document_bytes = max_document_bytes or max_upload_bytes
+        """The most bytes of an uploaded document: what chat reads (``[chat]
+        documents_max_mb``)."""
         self.max_image_memory = max_image_memory
         self.messages_per_channel = messages_per_channel
         self.store = MessageStore(messages_per_channel, max_image_memory)

@@ -283,7 +283,10 @@ async def history(request: web.Request) -> web.Response:
             "dm": dm_channel(user.id),
             "channels": [*DEFAULT_CHANNELS, *known],
             "profile": {"max_text": playground.profile.max_text},
-            "limits": {"max_upload_bytes": playground.max_upload_bytes},
+            "limits": {
+                "max_upload_bytes": playground.max_upload_bytes,
+                "max_document_bytes": playground.max_document_bytes,
+            },
             "messages": [m.to_json() for m in playground.store.history(channel, user.id)],
         }
     )

@@ -9,7 +9,7 @@ const NARROW_BOX_PIXELS = 420;
 export class Composer {
   /**
    * @param container element to build the composer in
-   * @param options {placeholder(), target() → {channel, thread}, limits() → {max_upload_bytes}}
+   * @param options {placeholder(), target() → {channel, thread}, limits() → {max_upload_bytes, max_document_bytes}}
    */
   constructor(container, options) {
     this.options = options;
@@ -130,13 +130,18 @@ export class Composer {
 
   async addFiles(files) {
     this.showError("");
-    const limit = this.options.limits().max_upload_bytes;
+    const limits = this.options.limits();
     await Promise.all(files.map(async (file) => {
-      if (file.size > limit) {
-        this.showError(t("{name} is too large: files can be at most {size}.", { name: file.name, size: formatSize(limit) }));
+      const image = file.type.startsWith("image/");
+      if (image && file.size > limits.max_upload_bytes) {
+        this.showError(t("{file} is too large: images can be at most {size}.", { file: file.name, size: formatSize(limits.max_upload_bytes) }));
         return;
       }
-      const image = file.type.startsWith("image/");
+      const documents = limits.max_document_bytes ?? limits.max_upload_bytes;
+      if (!image && file.size > documents) {
+        this.showError(t("{file} is too large: documents can be at most {size}.", { file: file.name, size: formatSize(documents) }));
+        return;
+      }
       const entry = { id: null, name: file.name, size: file.size, image, preview: image ? URL.createObjectURL(file) : "", uploading: true };
       this.uploads.push(entry);
       this.renderTray();

@@ -16,12 +16,13 @@ from yarl import URL
 from adapters.web import WebAdapter
 from adapters.web.access import SESSION_COOKIE
 from adapters.web.settings import WebSettings
-from bot.kernel import LimitsSettings
+from bot.kernel import ChatSettings, LimitsSettings
 from tests.adapters.web.browser import chromium
 from tests.adapters.web.fakes import RecordingCore, SseReader
 from tests.fakes.router import FakeRouter
 
 UPLOAD_LIMIT = 4096
+DOCUMENT_LIMIT = 8192
 
 
 @pytest_asyncio.fixture(scope="session", loop_scope="session")
@@ -42,6 +43,7 @@ async def adapter(core: RecordingCore) -> AsyncIterator[WebAdapter]:
     web_adapter = WebAdapter(
         WebSettings(host="127.0.0.1", port=0),
         LimitsSettings(max_upload_bytes=UPLOAD_LIMIT),
+        chat=ChatSettings(documents_max_mb=DOCUMENT_LIMIT / 1024 / 1024),
         keepalive_seconds=0.05,
         handler_timeout=5.0,
     )

@@ -12,6 +12,7 @@ from aiohttp import ClientSession, ClientTimeout, CookieJar
 from adapters.web import WEB_PROFILE, WebAdapter
 from bot.api.chat import allowed_chat_models
 from bot.kernel import COMMANDS, Plan
+from tests.adapters.web.conftest import DOCUMENT_LIMIT, UPLOAD_LIMIT
 from tests.adapters.web.fakes import history
 from tests.resilience.support import genbot_stack
 
@@ -85,7 +86,10 @@ async def test_history_reports_the_profile_the_limits_and_the_channels(
     body = await history(browser, "lab")
     assert body["channel"] == "lab"
     assert body["profile"] == {"max_text": 4000}
-    assert body["limits"] == {"max_upload_bytes": adapter.playground.max_upload_bytes}
+    assert body["limits"] == {
+        "max_upload_bytes": UPLOAD_LIMIT,
+        "max_document_bytes": DOCUMENT_LIMIT,
+    }
     assert body["channels"][:3] == ["general", "art", "lab"]
     assert body["messages"] == []
     assert body["seq"] == 0

@@ -3,13 +3,14 @@
 from __future__ import annotations
 
 from collections.abc import Callable
+from typing import Any
 
 import pytest
 from aiohttp import ClientSession, FormData
 
 from adapters.web import WebAdapter
 from bot.kernel import Attachment, Command, ImageFile, OutMessage, Place, UserMessage
-from tests.adapters.web.conftest import UPLOAD_LIMIT
+from tests.adapters.web.conftest import DOCUMENT_LIMIT, UPLOAD_LIMIT
 from tests.adapters.web.fakes import RecordingCore, history, png, post, upload
 from tests.resilience.hostile_files import html_gif, truncated_png
 
@@ -142,6 +143,32 @@ async def test_oversize_upload_is_refused_with_the_limit(
     assert status == 400
     assert answer["error"] == "huge.png is too large: images can be at most 4 KiB."
     assert adapter.playground.uploads.count() == 0
+
+
+async def upload_document(
+    browser: ClientSession, filename: str, data: bytes
+) -> tuple[int, dict[str, Any]]:
+    form = FormData()
+    form.add_field("file", data, filename=filename, content_type="text/plain")
+    async with browser.post("/api/upload", data=form) as response:
+        return response.status, await response.json()
+
+
+async def test_a_document_is_limited_by_what_chat_reads_not_by_the_image_limit(
+    browser: ClientSession, adapter: WebAdapter
+) -> None:
+    """A text file larger than an image may be is taken up to ``[chat] documents_max_mb`` (what
+    chat reads of a document); past it, the refusal names documents and their limit."""
+    status, answer = await upload_document(browser, "notes.txt", b"line\n" * (UPLOAD_LIMIT // 4))
+    assert status == 201, answer
+    [item] = answer["uploads"]
+    assert (item["filename"], item["content_type"]) == ("notes.txt", "text/plain")
+    status, answer = await upload_document(browser, "big.txt", b"x" * (DOCUMENT_LIMIT + 1))
+    assert (status, answer) == (
+        400,
+        {"error": "big.txt is too large: documents can be at most 8 KiB."},
+    )
+    assert adapter.playground.uploads.count() == 1
 
 
 @pytest.mark.parametrize(
