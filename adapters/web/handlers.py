@@ -20,9 +20,9 @@ from aiohttp import BodyPartReader, web
 from adapters.listener import refused
 from adapters.web.language import request_locale
 from adapters.web.messages import StoredFile, WebMessage
-from adapters.web.platform import PLATFORM, WebContext, can_see, web_place
+from adapters.web.platform import PLATFORM, WebContext, can_see, is_dm_channel, web_place
 from adapters.web.playground import HISTORY_ERRORS, NotKept, Playground
-from adapters.web.routes import ADAPTER, USER, Serving, json_error
+from adapters.web.routes import ADAPTER, DEFAULT_CHANNELS, USER, Serving, json_error
 from adapters.web.translate import BadInput, assign_attachments, parse_channel, parse_slash
 from adapters.web.uploads import UploadCacheFull
 from bot.kernel import (
@@ -54,7 +54,14 @@ log = logging.getLogger(__name__)
 MAX_UPLOADS_PER_MESSAGE = 10
 MAX_FILES_PER_REQUEST = 10
 MAX_CHANNELS = 50
-"""Channels are made by posting in them; each keeps ``[web] messages_per_channel`` messages."""
+"""The most shared channels the playground keeps (made by posting in them; each keeps ``[web]
+messages_per_channel`` messages). Users' DMs are not among them (each user has one, always open:
+:data:`adapters.web.playground.DMS_IN_MEMORY` bounds what they hold in memory), nor are the
+default channels, always open too; a channel none of whose messages is left (``/forget-me``)
+no longer counts."""
+MAX_CHANNELS_PER_USER = 3
+"""The most of those channels one user (not an admin) may have started: whoever wrote the
+oldest message the playground keeps in one started it."""
 _CHUNK = 64 * 1024
 
 
@@ -106,15 +113,7 @@ def _text(body: dict[str, Any], playground: Playground) -> str:
 
 async def _place(playground: Playground, body: dict[str, Any], user: User) -> Place:
     channel = parse_channel(body.get("channel"), user.id)
-    known = playground.channels()
-    if channel not in known and len(known) >= MAX_CHANNELS:
-        raise BadInput(
-            ngettext(
-                "The playground keeps at most {n} channel; post in one of them.",
-                "The playground keeps at most {n} channels; post in one of them.",
-                MAX_CHANNELS,
-            )
-        )
+    _may_post_in(playground, channel, user)
     thread = body.get("thread")
     if thread is None or thread == "":
         return web_place(channel)
@@ -129,6 +128,41 @@ async def _place(playground: Playground, body: dict[str, Any], user: User) -> Pl
             _("There is no thread {thread} in #{channel}.", thread=repr(thread), channel=channel)
         )
     return web_place(channel, parent.id)
+
+
+def _may_post_in(playground: Playground, channel: str, user: User) -> None:
+    """:class:`BadInput` when posting in ``channel`` would start a shared channel the playground
+    has no room for (:data:`MAX_CHANNELS`), or one more than ``user`` may start
+    (:data:`MAX_CHANNELS_PER_USER`). The user's own DM (``parse_channel`` refused anyone
+    else's) and the default channels are always open."""
+    if is_dm_channel(channel) or channel in DEFAULT_CHANNELS:
+        return
+    shared = [known for known in playground.channels() if not is_dm_channel(known)]
+    if channel in shared:
+        return
+    if len(shared) >= MAX_CHANNELS:
+        raise BadInput(
+            ngettext(
+                "The playground keeps at most {n} channel; post in one of them.",
+                "The playground keeps at most {n} channels; post in one of them.",
+                MAX_CHANNELS,
+            )
+        )
+    started = [
+        known
+        for known in shared
+        if known not in DEFAULT_CHANNELS and playground.store.starter(known) == user.id
+    ]
+    if not user.is_admin and len(started) >= MAX_CHANNELS_PER_USER:
+        raise BadInput(
+            ngettext(
+                "You have started {n} channel — the most one person may; post in it or in "
+                "another channel that exists.",
+                "You have started {n} channels — the most one person may; post in one of them "
+                "or in another channel that exists.",
+                len(started),
+            )
+        )
 
 
 MENTION = re.compile(r"(?<![\w@])@genbot\b", re.IGNORECASE)

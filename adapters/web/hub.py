@@ -47,13 +47,31 @@ class EventHub:
         self._max_streams_per_user = max_streams_per_user
         self._feeds: dict[str, _Feed] = {}
         self._streams: Counter[str] = Counter()
+        self._floor = 0
+        """Where a channel's numbers start: past every number a forgotten feed gave
+        (:meth:`forget`), so a browser that last saw one is told to reload, never replayed
+        what a new feed numbered alike."""
 
     def _feed(self, channel: str) -> _Feed:
-        return self._feeds.setdefault(channel, _Feed())
+        feed = self._feeds.get(channel)
+        if feed is None:
+            feed = self._feeds[channel] = _Feed(seq=self._floor)
+        return feed
 
     def last_seq(self, channel: str) -> int:
         """The number of the channel's latest event (0 before any)."""
-        return self._feed(channel).seq
+        feed = self._feeds.get(channel)
+        return self._floor if feed is None else feed.seq
+
+    def forget(self, channel: str) -> None:
+        """Drop the channel's feed and the events it keeps for replay, unless a stream is open
+        on it (a later event starts a new feed, numbered past this one's)."""
+        feed = self._feeds.get(channel)
+        if feed is None or feed.subscribers:
+            return
+        del self._feeds[channel]
+        if feed.seq > self._floor:
+            self._floor = feed.seq + 1
 
     def publish(self, channel: str, payload: Payload, visible_to: str | None = None) -> int:
         """Send ``payload`` to the channel's streams (only ``visible_to``'s, when set)."""

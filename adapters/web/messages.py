@@ -20,6 +20,7 @@ from urllib.parse import unquote
 
 from PIL import Image
 
+from adapters.web.platform import is_dm_channel
 from bot.kernel import Button, ImageFile
 
 MessageKind = Literal["bot", "user", "ephemeral"]
@@ -171,6 +172,8 @@ class MessageStore:
         self._max_messages = max_messages_per_channel
         self._max_image_bytes = max_image_bytes
         self._channels: dict[str, deque[WebMessage]] = {}
+        self._dms: OrderedDict[str, None] = OrderedDict()
+        """The DM channels kept, the one a message came to (or changed in) last, last."""
         self._by_id: dict[str, WebMessage] = {}
         self._by_key: dict[tuple[str, str | None, str], WebMessage] = {}
         self._images: OrderedDict[str, StoredFile] = OrderedDict()
@@ -195,6 +198,7 @@ class MessageStore:
         message saved late, by another process or after a slower save, goes before the younger
         ones); the channel's oldest message goes when the channel is full."""
         messages = self._channels.setdefault(message.channel, deque())
+        self._touch(message.channel)
         place = len(messages)
         while place and channel_order(messages[place - 1]) > channel_order(message):
             place -= 1
@@ -250,11 +254,53 @@ class MessageStore:
         old_keys = known.image_keys()
         for item in fields(WebMessage):
             setattr(known, item.name, getattr(message, item.name))
+        self._touch(known.channel)
         self._shown.update(known.image_keys())
         self._unshow(old_keys)
 
+    def _touch(self, channel: str) -> None:
+        if is_dm_channel(channel):
+            self._dms[channel] = None
+            self._dms.move_to_end(channel)
+
     def get(self, message_id: str) -> WebMessage | None:
         return self._by_id.get(message_id)
+
+    def holds(self, channel: str) -> bool:
+        """Whether a message of ``channel`` is kept."""
+        return channel in self._channels
+
+    def dm_count(self) -> int:
+        """How many DM channels are kept."""
+        return len(self._dms)
+
+    def dms(self) -> list[str]:
+        """The DM channels kept, the quietest (no message came or changed there for longest)
+        first."""
+        return list(self._dms)
+
+    def starter(self, channel: str) -> str | None:
+        """Who wrote the oldest message kept in ``channel`` (who started it, as far as the
+        store keeps it), or None when that is genbot's."""
+        messages = self._channels.get(channel)
+        if not messages or messages[0].kind != "user":
+            return None
+        author = messages[0].author.get("id")
+        return author if isinstance(author, str) else None
+
+    def has_pending(self, channel: str) -> bool:
+        """Whether a command of ``channel`` waits for its handler."""
+        return any(m.pending for m in self._channels.get(channel, ()))
+
+    def drop_channel(self, channel: str) -> None:
+        """Forget every message of ``channel`` (and the images only they showed)."""
+        messages = self._channels.pop(channel, None)
+        self._dms.pop(channel, None)
+        for message in messages or ():
+            del self._by_id[message.id]
+            if message.key is not None:
+                self._by_key.pop((message.channel, message.thread, message.key), None)
+            self._unshow(message.image_keys())
 
     def about(self, user_id: str, channel: str) -> list[WebMessage]:
         """The messages ``user_id`` wrote, that answer or mention them, that only they see,
@@ -277,11 +323,16 @@ class MessageStore:
         return {key for key in shown - set().union(*others) if key in self._images}
 
     def remove(self, message_id: str) -> WebMessage | None:
-        """Forget a message (and the images only it showed); the message, if it was kept."""
+        """Forget a message (and the images only it showed; its channel, when it was the last
+        there); the message, if it was kept."""
         message = self._by_id.pop(message_id, None)
         if message is None:
             return None
-        self._channels[message.channel].remove(message)
+        left = self._channels[message.channel]
+        left.remove(message)
+        if not left:
+            del self._channels[message.channel]
+            self._dms.pop(message.channel, None)
         if message.key is not None:
             self._by_key.pop((message.channel, message.thread, message.key), None)
         self._unshow(message.image_keys())

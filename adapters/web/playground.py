@@ -72,6 +72,11 @@ WATCH_GRACE_SECONDS = 30.0
 CATCH_UP_RETRY_SECONDS = 30.0
 """The longest pause before a failed catch-up of a channel a browser still watches is tried
 again (doubling from one second)."""
+DMS_IN_MEMORY = 100
+"""The most users' DMs the playground holds in memory (each up to ``[web]
+messages_per_channel`` messages) besides those browsers watch: the quietest others go (see
+:meth:`Playground._hold_fewer_dms`). DMs are not among the shared channels a user may start
+(:data:`adapters.web.handlers.MAX_CHANNELS`): there is one per user, and users are not counted."""
 FOLLOW_START_SECONDS = 10.0
 """How long opening waits for following to start before reading the history anyway (what is
 saved in between is then read again once following starts)."""
@@ -153,7 +158,12 @@ class Playground:
         """How many notices were skipped so far (the number of the last one)."""
         self._caught_up = False
         """Following is up and every save before it started was read: of a channel not in
-        :attr:`_skipped`, this process holds all that the history does."""
+        :attr:`_skipped` (and, a DM, in :attr:`_whole`), this process holds all that the
+        history does."""
+        self._whole: set[str] = set()
+        """The DMs held as the history has them (read since they were last let go, see
+        :meth:`_hold_fewer_dms`): a DM not among them is read when a browser comes to watch it,
+        and none of them is :attr:`_skipped` unless it is held."""
         self.url = ""
         self._modals: dict[str, OrderedDict[str, PendingModal]] = {}
         self.unkept_replies: set[str] = set()
@@ -182,6 +192,8 @@ class Playground:
             state.loading = True
             saved = await journal.load(self.max_image_memory)
             self.store.restore(saved.messages, saved.images)
+            self._whole.update(self.store.dms())
+            self._hold_fewer_dms()
             self._caught_up = state.subscribed.is_set()
             state.restored.set()
             return await journal.session_key()
@@ -196,6 +208,7 @@ class Playground:
         self._caught_up = False
         watched, self._watched = self._watched, {}
         self._watched_at.clear()
+        self._whole.clear()
         retrying, self._retrying = self._retrying, {}
         for catching_up in [*watched.values(), *retrying.values()]:
             catching_up.cancel()
@@ -259,7 +272,8 @@ class Playground:
             ):
                 wanted.append(notice.message_id)
                 continue
-            self._skip(channel, notice.message_id)
+            if not is_dm_channel(channel) or self.store.holds(channel):
+                self._skip(channel, notice.message_id)
             if notice.news:
                 self._mark_unread(channel, notice.visible_to, notice.mention)
         if not wanted:
@@ -323,6 +337,7 @@ class Playground:
             keys = message.image_keys()
             self._show_read(message, {k: f for k, f in saved.images.items() if k in keys})
         self._read_up_to(skips, list(self._skipped))
+        self._whole.update(self.store.dms())
 
     async def watch(self, channel: str) -> None:
         """A browser is about to show ``channel`` (a page reads its history, an event stream
@@ -387,14 +402,21 @@ class Playground:
         when the read began is not marked unread again, even when a full catch-up
         (:meth:`_catch_up`) has forgotten that notice meanwhile: the message had left the
         history by then (so that catch-up did not show it), but this read, begun earlier, may
-        hold it."""
+        hold it. A DM this process does not hold whole (:attr:`_whole`) is read too, none of
+        it marked unread (what was shown or marked before it was let go)."""
         skipped = self._skipped.get(channel)
-        if skipped is None:
+        partial = is_dm_channel(channel) and channel not in self._whole
+        if skipped is None and not partial:
             return
-        skips, marked = self._skips, set(skipped)
+        skips, marked = self._skips, set(skipped or ())
         for message in await journal.channel(channel):
-            self._show_read(message, {}, marked=marked)
+            if partial:
+                self._show_saved(message, {}, news=False)
+            else:
+                self._show_read(message, {}, marked=marked)
         self._read_up_to(skips, [channel])
+        if partial and self.store.holds(channel):
+            self._whole.add(channel)
 
     def unwatch(self, channel: str) -> None:
         """A browser's event stream on ``channel`` ended (or was refused, or a page's watch
@@ -403,6 +425,8 @@ class Playground:
         if self.hub.subscriber_count(channel) == 0:
             self._watched.pop(channel, None)
             self._watched_at.pop(channel, None)
+            if not self.store.holds(channel):
+                self.hub.forget(channel)
 
     def _show_saved(
         self, message: WebMessage, images: dict[str, StoredFile], *, news: bool = True
@@ -497,7 +521,8 @@ class Playground:
         journal = self.journal
         if shown is not None or journal is None:
             return shown
-        if self._caught_up and channel not in self._skipped:
+        whole = not is_dm_channel(channel) or channel in self._whole
+        if self._caught_up and channel not in self._skipped and whole:
             return shown
         marked = set(self._skipped.get(channel, ()))
         try:
@@ -617,6 +642,8 @@ class Playground:
             if message is not None:
                 erased = replace(message, deleted=True, text="", buttons=(), images=[])
                 self._show("delete", erased, images_before=0)
+                if not self.store.holds(message.channel):
+                    self._let_go(message.channel)
         return {KEPT_MESSAGES: len(gone), KEPT_IMAGES: len(images), KEPT_FILES: files}
 
     async def _about(self, user_id: str, *, forget: bool) -> tuple[set[str], set[str]]:
@@ -678,6 +705,34 @@ class Playground:
         self.hub.publish(message.channel, payload, visible_to=message.visible_to)
         if news and _news(kind, message, images_before):
             self._mark_unread(message.channel, message.visible_to, message.mention)
+        if is_dm_channel(message.channel):
+            self._hold_fewer_dms(message.channel)
+
+    def _hold_fewer_dms(self, current: str | None = None) -> None:
+        """Hold at most :data:`DMS_IN_MEMORY` DMs: past it, the quietest go from memory (not
+        ``current``, nor one a browser watches or with a command waiting for its handler), and
+        with them their feed of events. With a history, which keeps them, a DM let go is read
+        again when its user opens it (:meth:`watch`) or a message of it is asked for; without
+        one, what it showed is gone."""
+        excess = self.store.dm_count() - DMS_IN_MEMORY
+        if excess <= 0:
+            return
+        for channel in self.store.dms():
+            if excess <= 0:
+                return
+            if channel == current or self._watches(channel) or self.store.has_pending(channel):
+                continue
+            self.store.drop_channel(channel)
+            self._let_go(channel)
+            excess -= 1
+
+    def _let_go(self, channel: str) -> None:
+        """``channel`` is no longer held (let go, or its last message was forgotten): what this
+        process knows of it goes, and its feed unless a browser watches it."""
+        self._whole.discard(channel)
+        if is_dm_channel(channel):
+            self._skipped.pop(channel, None)
+        self.hub.forget(channel)
 
     def _mark_unread(self, channel: str, visible_to: str | None, mention: str | None) -> None:
         """Tell the browsers watching other channels, of the users who may see a message in

@@ -488,7 +488,7 @@ async def test_a_channel_a_process_read_nothing_of_counts_toward_the_most_it_kee
         await in_bench_seen_by_second(first, second, partial(first.surface.send, BENCH, fox))
 
         async with browser_on(second) as ann:
-            status, answer = await post(ann, "/api/message", {"text": "hi", "channel": "lab"})
+            status, answer = await post(ann, "/api/message", {"text": "hi", "channel": "spam"})
             assert status == 400, answer
             status, answer = await post(ann, "/api/message", {"text": "hi", "channel": "bench0"})
             assert status == 202, answer

@@ -9,7 +9,7 @@ from typing import Any
 import pytest
 from aiohttp import ClientSession
 
-from adapters.web import WebAdapter
+from adapters.web import WebAdapter, handlers
 from bot.kernel import Button, ButtonPress, Command, ModalSubmit, OutMessage, Place, UserMessage
 from tests.adapters.web.fakes import RecordingCore, history, post
 
@@ -308,12 +308,64 @@ async def assert_no_event_before_the_next(browser: ClientSession, core: Recordin
     assert isinstance(events[0], Command) and events[0].text == "marker", events
 
 
-async def test_posting_makes_at_most_fifty_channels(
-    browser: ClientSession, core: RecordingCore
+async def channel_post(browser: ClientSession, channel: str) -> tuple[int, dict[str, Any]]:
+    return await post(browser, "/api/message", {"text": "hi", "channel": channel})
+
+
+async def test_one_user_starts_at_most_three_channels(browsers: Any) -> None:
+    ann, bob = browsers(), browsers()
+    for number in range(3):
+        assert (await channel_post(ann, f"ann{number}"))[0] == 202
+    status, answer = await channel_post(ann, "ann3")
+    assert (status, answer["error"]) == (
+        400,
+        "You have started 3 channels — the most one person may; post in one of them or in "
+        "another channel that exists.",
+    )
+    assert (await channel_post(ann, "ann1"))[0] == 202
+    assert (await channel_post(bob, "ann3"))[0] == 202
+    assert (await channel_post(ann, "ann3"))[0] == 202
+    assert (await channel_post(ann, "general"))[0] == 202
+
+
+async def test_users_dms_and_the_default_channels_never_fill_the_shared_channels(
+    browsers: Any, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    for number in range(50):
-        body = {"text": "hi", "channel": f"c{number}"}
-        assert (await post(browser, "/api/message", body))[0] == 202
-    status, answer = await post(browser, "/api/message", {"text": "hi", "channel": "one-more"})
-    assert status == 400 and "at most 50 channels" in answer["error"]
-    assert (await post(browser, "/api/message", {"text": "again", "channel": "c7"}))[0] == 202
+    """qa2 D1: every user's DM counted among the channels the playground keeps, so users who
+    had opened their DMs (or one user posting in new channels) locked everyone else out of
+    their own DM."""
+    monkeypatch.setattr(handlers, "MAX_CHANNELS", 2)
+    users = [browsers() for _ in range(4)]
+    for user in users:
+        assert (await channel_post(user, (await history(user))["dm"]))[0] == 202
+    assert (await channel_post(users[0], "one"))[0] == 202
+    assert (await channel_post(users[1], "two"))[0] == 202
+    newcomer = browsers()
+    status, answer = await channel_post(newcomer, "three")
+    assert (status, answer["error"]) == (
+        400,
+        "The playground keeps at most 2 channels; post in one of them.",
+    )
+    assert (await channel_post(newcomer, (await history(newcomer))["dm"]))[0] == 202
+    for default in ["art", "lab"]:
+        assert (await channel_post(newcomer, default))[0] == 202
+    assert (await channel_post(newcomer, "two"))[0] == 202
+
+
+async def test_a_channel_whose_messages_are_all_forgotten_no_longer_counts(
+    browsers: Any, adapter: WebAdapter, core: RecordingCore, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """An admin's ``/forget-me <user>`` of someone who took channels frees them (genbot does
+    not answer a message that does not mention it in a channel)."""
+    monkeypatch.setattr(handlers, "MAX_CHANNELS", 1)
+
+    async def unanswered(event: Any) -> None:
+        core.events.append(event)
+
+    monkeypatch.setattr(core, "handle", unanswered)
+    spammer, other = browsers(), browsers()
+    assert (await channel_post(spammer, "spam"))[0] == 202
+    assert (await channel_post(other, "mine"))[0] == 400
+    await adapter.playground.forget_user((await history(spammer))["me"]["id"])
+    assert "spam" not in (await history(other))["channels"]
+    assert (await channel_post(other, "mine"))[0] == 202
