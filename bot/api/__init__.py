@@ -42,6 +42,7 @@ from bot.api.keys import KeyChoice, KeyPool, KeyState, KeyStatus, NoKey, key_fai
 from bot.api.models_chat import (
     CHAT_MODELS,
     DEVELOPER_PLAN_MODELS,
+    MAX_STOP_SEQUENCES,
     VISION_MODELS,
     AssistantMessage,
     ChatChoice,
@@ -121,6 +122,7 @@ __all__ = [
     "DEVELOPER_PLAN_MODELS",
     "INFERENCE_STEPS",
     "MAX_SIDE",
+    "MAX_STOP_SEQUENCES",
     "MULTI_FETCH_MAX_IDS",
     "STOPPED",
     "VISION_MODELS",

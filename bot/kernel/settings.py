@@ -28,7 +28,7 @@ from pydantic_settings import (
     TomlConfigSettingsSource,
 )
 
-from bot.api.models_chat import MAX_STOP_SEQUENCES
+from bot.api import MAX_STOP_SEQUENCES
 from bot.api.settings import Address as Address
 from bot.api.settings import ApiSettings as ApiSettings
 from bot.api.settings import Plan as Plan
