@@ -19,6 +19,9 @@ workspace, and only for the place or the user the thing belongs to:
   the job's own channel anyone may show it (its result is in view there already);
 - a job a **link** names (the playground gallery's images and forms, :meth:`Refs.job_to_see`):
   as a job;
+- a job the **admin page** names (its queue's Cancel, :meth:`Refs.job_in_workspace`): as a job,
+  from its workspace and none of its channels — so a job made in a DM is out of an admin's reach
+  there, as everywhere but that DM;
 - a **conversation** (``Use llm-4-vision-preview``), an **alternative** answer (``Use N``) and
   a **turn** (an answer's ⏹ Stop, 🔁, 👍 and 👎; the turn must be one of the conversation's):
   only from a message linked to that conversation, in its channel (and thread), in its
@@ -46,7 +49,7 @@ from dataclasses import dataclass
 from enum import StrEnum
 from typing import Final, assert_never
 
-from bot.kernel import N_, ButtonPress, Command, Event, ModalSubmit, OptionValue, _
+from bot.kernel import N_, ButtonPress, Command, Event, ModalSubmit, OptionValue, Place, User, _
 from storage import (
     Batch,
     ChatMessage,
@@ -313,16 +316,35 @@ class Refs:
         :class:`RefRefused` when they may not see it."""
         return await self._job(event, job_id)
 
+    async def job_in_workspace(self, user: User, place: Place, job_id: str) -> Job:
+        """The job the admin page names (its queue's Cancel), for ``user`` acting in ``place``:
+        the job's workspace, in none of its channels (``channel_id`` empty). As a job ref (see
+        the module docstring): a job made in a DM is refused to anyone but its requester;
+        :class:`RefRefused` when they may not act on it."""
+        return await self._job_for(user, place, job_id)
+
     async def _job(self, event: Event, job_id: str, *, viewing: bool = False) -> Job:
-        place = event.place
+        pressed = event.message_id if isinstance(event, ButtonPress) else None
+        return await self._job_for(event.user, event.place, job_id, pressed, viewing=viewing)
+
+    async def _job_for(
+        self,
+        user: User,
+        place: Place,
+        job_id: str,
+        pressed: str | None = None,
+        *,
+        viewing: bool = False,
+    ) -> Job:
+        """The job ``job_id`` names (else the job of the ``pressed`` message, in ``place``'s
+        channel) if ``user`` in ``place`` may use it (see the module docstring)."""
         job = await self._store.jobs.get_job(job_id) if job_id else None
-        if job is None and isinstance(event, ButtonPress) and event.message_id:
+        if job is None and pressed:
             job = await self._store.message_links.job_for_message(
-                place.platform, place.channel_id, event.message_id
+                place.platform, place.channel_id, pressed
             )
-        if job is None or not self._in_reach(event, job):
+        if job is None or not self._in_reach(user, place, job):
             raise RefRefused(NO_JOB)
-        user = event.user
         if user.id == job.requester_id:
             return job
         if place.channel_id != job.channel_id:
@@ -334,15 +356,14 @@ class Refs:
         raise RefRefused(NOT_YOURS)
 
     @staticmethod
-    def _in_reach(event: Event, job: Job) -> bool:
-        """Whether ``job`` is on ``event``'s platform and in its workspace (its requester
+    def _in_reach(user: User, place: Place, job: Job) -> bool:
+        """Whether ``job`` is on ``place``'s platform and in its workspace (its requester
         also reaches it from their DM with genbot)."""
-        place = event.place
         if job.platform != place.platform:
             return False
         if job.workspace_id == place.workspace_id:
             return True
-        return place.is_dm and event.user.id == job.requester_id
+        return place.is_dm and user.id == job.requester_id
 
     async def _conversation(self, event: Pressed, ref: str) -> Conversation:
         place = event.place

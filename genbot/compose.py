@@ -495,12 +495,17 @@ def build_core(
         languages=languages,
     )
     moderation_admin = ModerationAdmin(settings.moderation, store.moderation, outbox, audit)
+    refs = Refs(
+        RefStorage(store.jobs, store.message_links, store.conversations, store.preferences),
+        open_channels,
+    )
     if on_console is not None:
         on_console(
             Console(
                 ConsoleStorage(store.moderation, store.audit, store.tracking, store.jobs, store.db),
                 moderation_admin,
                 jobs.cancel,
+                refs,
                 platforms=outbox.platforms,
                 keys=ProviderKeys(provider.keys, store.admission),
                 tiers=jobs.tiers,
@@ -508,10 +513,6 @@ def build_core(
                 clock=store.clock,
             )
         )
-    refs = Refs(
-        RefStorage(store.jobs, store.message_links, store.conversations, store.preferences),
-        open_channels,
-    )
     archive = ArchiveFeature(
         ArchiveStorage(store.archive, store.jobs),
         outbox,

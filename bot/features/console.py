@@ -6,13 +6,18 @@ Who may: genbot admins of the playground (``User.is_admin``, from ``[web] admin_
 demo's admin link) are the deployment's operators, as ``admin_ids`` are on every platform
 (moderation's bans are per platform user, not per workspace): they may open any workspace of a
 platform this genbot serves. :meth:`Console._allowed` is the one check, made by every call for
-the workspace it names (a job's own workspace for a cancel), whatever the page showed.
+the workspace it names (a job's own workspace for a cancel), whatever the page showed. A job is
+also a ref, resolved through :class:`bot.refs.Refs` like every other (from its workspace, in
+none of its channels): an admin acts on a job made in a DM only in that DM, so the page neither
+lists nor cancels one.
 
 - **keys**: the provider keys' health (:class:`bot.features.provider_keys.ProviderKeys`: each
   key's state in this process, its jobs and credits today from the shared store);
-- **queue**: the workspace's unfinished jobs (state, owner process, age), and a cancel through
-  :meth:`bot.features.jobs.JobCancel.cancel` (the ❌ Cancel button's code, recorded in the
-  audit log when the admin did not start the job);
+- **queue**: the workspace's unfinished jobs in its channels (state, owner process, age,
+  requester, prompt) and how many more are in direct messages (counted, nothing of them shown:
+  their prompts are private), and a cancel through :meth:`bot.features.jobs.JobCancel.cancel`
+  (the ❌ Cancel button's code, recorded in the audit log when the admin did not start the job,
+  and told to its requester where its progress was shown);
 - **moderation**: the platform's running bans and the workspace's rules, changed through
   :meth:`bot.features.moderation.ModerationAdmin.perform` (``/admin moderation``'s code,
   recorded in the audit log);
@@ -47,7 +52,8 @@ from bot.features.moderation.rules import pattern_problem
 from bot.features.moderation.screen import global_rules
 from bot.features.provider_keys import ProviderKeys
 from bot.kernel import N_, NotAllowed, OptionValue, Place, User, UserError, _
-from storage import AuditLog, JobReader, JobTracking, ModerationStore
+from bot.refs import RefRefused, Refs
+from storage import AuditLog, Job, JobReader, JobTracking, ModerationStore
 from storage.inspection import inspect_database
 from storage.sql.session import Database
 
@@ -56,6 +62,7 @@ QUEUE_READ: Final = 500
 """The most unfinished jobs read for one page (the oldest first)."""
 AUDIT_PAGE: Final = 25
 NOT_AN_ADMIN: Final = N_("Only genbot admins may use the admin page.")
+NO_SUCH_JOB: Final = N_("There is no such job.")
 
 
 @dataclass(frozen=True)
@@ -70,15 +77,16 @@ class ConsoleStorage:
 
 
 class Console:
-    """The admin page's core (see the module docstring). ``clock`` is the store's
-    (``store.clock``): jobs' ages and the processes' stamps are judged, and an export dated,
-    on it."""
+    """The admin page's core (see the module docstring). ``refs`` resolves the jobs it names;
+    ``clock`` is the store's (``store.clock``): jobs' ages and the processes' stamps are
+    judged, and an export dated, on it."""
 
     def __init__(
         self,
         storage: ConsoleStorage,
         moderation: ModerationAdmin,
         cancel: JobCancel,
+        refs: Refs,
         *,
         platforms: Callable[[], Sequence[str]],
         keys: ProviderKeys,
@@ -89,6 +97,7 @@ class Console:
         self.storage = storage
         self.moderation = moderation
         self.cancel_button = cancel
+        self.refs = refs
         self.platforms = platforms
         self.keys = keys
         self.tiers = tiers
@@ -138,16 +147,28 @@ class Console:
         return await self.moderation.perform(user, place, options)
 
     async def cancel(self, user: User, job_id: str) -> str:
-        """The ❌ Cancel button's code, for a job of a workspace the admin may open."""
+        """The ❌ Cancel button's code, for a job of a workspace the admin may open that
+        :class:`~bot.refs.Refs` lets them act on from there (none made in a DM); any other
+        job is "no such job", whether or not it exists."""
         self._admin(user)
-        job = await self.storage.jobs.get_job(job_id) if len(job_id) <= 64 else None
-        if job is None:
-            raise UserError(_("There is no such job."))
+        named = await self.storage.jobs.get_job(job_id) if len(job_id) <= 64 else None
+        if named is None:
+            raise UserError(_(NO_SUCH_JOB))
+        try:
+            job = await self.refs.job_in_workspace(user, _workspace_of(named), job_id)
+        except RefRefused:
+            raise UserError(_(NO_SUCH_JOB)) from None
         self._allowed(user, job.platform, job.workspace_id)
         await self.cancel_button.cancel(user, job, place_of(job))
+        if user.id == job.requester_id:
+            return _(
+                "Cancelled {job}: its progress message is removed. The service still runs it"
+                " and charges you, and it counts toward your cap until it ends.",
+                job=job.id,
+            )
         return _(
-            "Cancelled {job}: nothing more of it is shown; the service still runs it and charges"
-            " its requester, whose cap it counts toward until it ends.",
+            "Cancelled {job}: its progress message now tells its requester so. The service"
+            " still runs it and charges them, and it counts toward their cap until it ends.",
             job=job.id,
         )
 
@@ -170,6 +191,7 @@ class Console:
             if job.platform == place.platform and job.workspace_id == place.workspace_id
         ]
         return {
+            "direct_messages": sum(job.is_dm for job in mine),
             "jobs": [
                 {
                     "id": job.id,
@@ -181,6 +203,7 @@ class Console:
                     "prompt": job.prompt[:120],
                 }
                 for job in mine
+                if not job.is_dm
             ],
             "read": len(jobs),
         }
@@ -243,6 +266,11 @@ class Console:
                 for status, owner, count in found.jobs
             ],
         }
+
+
+def _workspace_of(job: Job) -> Place:
+    """Where the admin page acts on ``job``: its workspace, in none of its channels."""
+    return Place(job.platform, job.workspace_id, "")
 
 
 def _options(filters: Mapping[str, str]) -> dict[str, OptionValue]:

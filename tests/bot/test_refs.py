@@ -349,3 +349,39 @@ async def test_a_job_in_a_dm_is_nobody_elses_even_where_every_dm_is_one_workspac
     assert await answer(BOB, where) == NOT_YOURS
     assert await answer(ALICE, where) is None
     assert await answer(ADMIN, where) is None
+
+
+async def test_the_admin_page_reaches_a_workspaces_jobs_but_none_made_in_a_dm(
+    world: World,
+) -> None:
+    """The admin page acts from a workspace, in none of its channels: an admin reaches the
+    workspace's jobs there, not one made in a DM (only its requester would), nor another
+    workspace's; anyone else reaches only their own."""
+    new = NewJob(
+        family="task",
+        type="imagine",
+        requester_id=ALICE.id,
+        platform="fake",
+        channel_id="d-alice",
+        workspace_id="w1",
+        is_dm=True,
+        prompt="alice's private heron",
+    )
+    admitted = await world.store.admission.create_job_within(new, JobQuota())
+    assert isinstance(admitted, tuple)
+    in_dm = admitted[0]
+    in_channel = world.victims[RefKind.JOB].ref
+    refs = world.core.refs
+    assert refs is not None
+    page = Place("fake", "w1", "")
+
+    assert (await refs.job_in_workspace(ADMIN, page, in_channel)).id == in_channel
+    assert (await refs.job_in_workspace(ALICE, page, in_dm.id)).id == in_dm.id
+    for user, place, job_id in [
+        (ADMIN, page, in_dm.id),
+        (ADMIN, Place("fake", "w2", ""), in_channel),
+        (ADMIN, Place("other", "w1", ""), in_channel),
+        (BOB, page, in_channel),
+    ]:
+        with pytest.raises(RefRefused, match=NO_JOB):
+            await refs.job_in_workspace(user, place, job_id)

@@ -93,6 +93,13 @@ function draw(view) {
         h("button", { type: "button", class: "danger", "data-job": job.id, onclick: () => act("/api/admin/cancel", { job_id: job.id }) }, t("Cancel")),
       ]),
     ),
+    view.queue.direct_messages
+      ? h("p", { class: "note", "data-direct-messages": "" }, tn(
+        "{n} job in direct messages is not listed: only its requester may see or cancel it.",
+        "{n} jobs in direct messages are not listed: only their requesters may see or cancel them.",
+        view.queue.direct_messages,
+      ))
+      : "",
   );
   const moderation = view.moderation;
   fill(

@@ -7,12 +7,15 @@ has (or may have) moves to ``cancelled``: it keeps its place under the user's jo
 and is followed quietly until the provider is done, and the credits the provider reports are
 charged to the user like a finished job's (its delivery then ends it, showing nothing). Only the
 requester (or an admin) may cancel; an admin's cancel of someone else's job is recorded in the
-audit log.
+audit log, and its requester is told in place of the progress message (not deleted then): an
+admin cancelled it, and the service may still charge it
+(:func:`bot.features.jobs.wording.admin_cancelled_text`).
 """
 
 from __future__ import annotations
 
 from collections.abc import Mapping
+from dataclasses import replace
 from typing import ClassVar
 
 from bot.features.audit.trail import AuditTrail
@@ -87,16 +90,14 @@ class JobCancel:
             raise UserError(_("This job has already finished."))
         with speaking(job_language(job)):
             cancelled = _("Cancelled by {user}.", user=user.name or user.id)
+        for_requester = user.id != job.requester_id
+        result = result_with(job, cancelled=True, cancelled_by_admin=for_requester or None)
         moved = await self._store.transition(
-            job.id,
-            CANCELLABLE,
-            "cancelled",
-            error=cancelled,
-            result=result_with(job, cancelled=True),
+            job.id, CANCELLABLE, "cancelled", error=cancelled, result=result
         )
         if not moved:
             raise UserError(_("This job has just finished; its result is on its way."))
-        if user.id != job.requester_id:
+        if for_requester:
             await self._audit.record(
                 "job.cancelled",
                 place,
@@ -106,4 +107,5 @@ class JobCancel:
                 after={"status": "cancelled", "cancelled": True},
             )
         self._watch.touch(job.id)
-        await self._delivery.hide_cancelled(job)
+        hidden = replace(job, status="cancelled", error=cancelled, result=result)
+        await self._delivery.hide_cancelled(hidden)

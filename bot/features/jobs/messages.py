@@ -36,9 +36,11 @@ whose image cannot be downloaded is posted with the provider's link instead (at 
 image arrived but cannot be read: a damaged file or a decompression bomb does not improve with
 retries); once the retries are used up the job ends ``failed_posted`` and its progress message
 says the result could not be posted. A cancelled job (``result["cancelled"]``) is hidden: its
-progress message is deleted when it is cancelled (:meth:`JobMessages.hide_cancelled`), and once
-the provider is done with it (``cancelled → failed``) its delivery charges what the provider
-reported and shows nothing. A job whose request the provider refused as invalid is recorded
+progress message is deleted when it is cancelled (:meth:`JobMessages.hide_cancelled`) — or, when
+an admin cancelled it for its requester (``result["cancelled_by_admin"]``), made to tell them so
+(:func:`~bot.features.jobs.wording.admin_cancelled_text`, mentioning them) — and once the provider
+is done with it (``cancelled → failed``) its delivery charges what the provider reported and
+shows nothing more. A job whose request the provider refused as invalid is recorded
 ``create_failed`` without its progress message, which is taken off the channel the same way
 (:meth:`JobMessages.mark_refused`: its user is told why privately).
 
@@ -678,7 +680,14 @@ class JobMessages:
     async def hide_cancelled(self, job: Job) -> None:
         """Take a cancelled job off the channel: its progress message is deleted (where the
         surface can, else it says cancelled, without buttons), and no progress update shows
-        it again. Its status is left as it is; never raises."""
+        it again. A job an admin cancelled for its requester is not taken off: its progress
+        message tells the requester so instead (posted anew when it is gone), whichever process
+        does this — the same words each time. Its status is left as it is; never raises."""
+        if JobResult.of(job).cancelled_by_admin and job.platform in self._platforms:
+            self._mark_final(job.id)
+            await self._tell_cancelled(job)
+            await self._end_drawing(job)
+            return
         await self._take_off(job, wording.cancelled_text(job))
 
     async def _take_off(self, job: Job, collapsed: str) -> None:
@@ -690,6 +699,17 @@ class JobMessages:
             async with self._lock(job.id):
                 await self._retire(job, ref, collapsed)
         await self._end_drawing(job)
+
+    async def _tell_cancelled(self, job: Job) -> None:
+        """Make ``job``'s progress message tell its requester an admin cancelled it; never
+        raises."""
+        try:
+            with speaking(job_language(job)):
+                text = wording.admin_cancelled_text(job)
+                note = OutMessage(text=text, mention_user_id=job.requester_id)
+                await self._show(job, note, "cancelled")
+        except Exception as error:
+            log.warning("could not tell job %s's requester it was cancelled: %r", job.id, error)
 
     async def _hide(self, job: Job) -> float | None:
         """End a cancelled job, showing nothing but its message taken off the channel (unless

@@ -268,7 +268,8 @@ class JobResult:
     the provider refused; ``unconfirmed``: the create call may have reached the provider;
     ``accepted``: the provider accepted a diffusion job but sent no id; ``mode``: the process
     mode the provider says the task ran in; ``lost``: the provider stopped knowing the task;
-    ``withheld``: the categories of describe prompts moderation withheld."""
+    ``withheld``: the categories of describe prompts moderation withheld;
+    ``cancelled_by_admin``: an admin cancelled it for its requester, who is told so."""
 
     seed: str | None = None
     prompts: tuple[str, ...] = ()
@@ -280,6 +281,7 @@ class JobResult:
     pressed: tuple[str, ...] = ()
     refused_actions: tuple[str, ...] = ()
     cancelled: bool = False
+    cancelled_by_admin: bool = False
     timed_out: bool = False
     unconfirmed: bool = False
     accepted: bool = False
@@ -305,6 +307,7 @@ class JobResult:
             pressed=_strings(raw.get("pressed")),
             refused_actions=_strings(raw.get("refused_actions")),
             cancelled=bool(raw.get("cancelled")),
+            cancelled_by_admin=bool(raw.get("cancelled_by_admin")),
             timed_out=bool(raw.get("timed_out")),
             unconfirmed=bool(raw.get("unconfirmed")),
             accepted=bool(raw.get("accepted")),
@@ -334,6 +337,7 @@ def result_with(
     pressed: Sequence[str] | None = None,
     refused_actions: Sequence[str] | None = None,
     cancelled: bool | None = None,
+    cancelled_by_admin: bool | None = None,
     timed_out: bool | None = None,
     unconfirmed: bool | None = None,
     lost: bool | None = None,
@@ -344,6 +348,7 @@ def result_with(
         "pressed": None if pressed is None else list(pressed),
         "refused_actions": None if refused_actions is None else list(refused_actions),
         "cancelled": cancelled,
+        "cancelled_by_admin": cancelled_by_admin,
         "timed_out": timed_out,
         "unconfirmed": unconfirmed,
         "lost": lost,

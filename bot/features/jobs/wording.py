@@ -289,6 +289,17 @@ def not_started_text(job: Job) -> str:
     return _("❌ {heading} — did not start", heading=heading(job))
 
 
+def admin_cancelled_text(job: Job) -> str:
+    """What the progress message of a job an admin cancelled says to its requester (mentioned
+    with it), in place of the deleted message a cancel of their own leaves."""
+    return _(
+        "🚫 {heading}\na genbot admin cancelled this job: no result will be posted. The service "
+        "has no way to stop a job, so it may still finish it and charge its credits to you; they "
+        "count toward your daily budget.",
+        heading=heading(job),
+    )
+
+
 def unconfirmed_text(job: Job, reason: str) -> str:
     """The progress message of a job the provider may have received but never confirmed."""
     if job.webhook_secret:

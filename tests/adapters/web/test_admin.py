@@ -178,11 +178,32 @@ async def test_an_admin_cancels_another_users_job_through_the_cancel_path(tmp_pa
 
         status, told = await answer(admin, "/api/admin/cancel", {"job_id": job.id})
         assert status == 200 and told["text"].startswith(f"Cancelled {job.id}")
+        assert "tells its requester" in told["text"]
         cancelled = await stack.runtime.store.jobs.get_job(job.id)
         assert cancelled is not None and cancelled.result.get("cancelled")
+        progress = cancelled.progress_message_id
+        assert progress is not None
+
+        def told_in_place() -> dict[str, Any] | None:
+            shown = view.messages.get(progress)
+            return shown if shown is not None and "admin cancelled" in shown["text"] else None
+
+        note = await view.until(told_in_place)
+        assert not note.get("deleted") and note["buttons"] == []
+        assert note["mention"] == job.requester_id
+        assert "may still finish it and charge its credits to you" in note["text"]
         again = await answer(admin, "/api/admin/cancel", {"job_id": job.id})
         assert again[0] == 400, again
         assert (await answer(admin, "/api/admin/cancel", {"job_id": "nope"}))[0] == 400
+
+        admins_view = await admin.watch()
+        said = await admin.command("/imagine the admin's own fox")
+        await admins_view.until(lambda: admins_view.handled(said))
+        unfinished = await stack.runtime.store.tracking.list_unfinished_jobs()
+        [own] = [j for j in unfinished if j.requester_id != job.requester_id]
+        status, told = await answer(admin, "/api/admin/cancel", {"job_id": own.id})
+        assert status == 200 and "its progress message is removed" in told["text"]
+        assert "charges you" in told["text"]
         [entry] = await stack.runtime.store.audit.entries("web", "web", kind="job")
         assert (entry.kind, entry.target) == ("job.cancelled", job.id)
 
@@ -201,3 +222,39 @@ async def test_the_tiers_and_who_is_in_which_on_this_platform(
         assert (listed["name"], listed["users"], listed["roles"]) == ("pro", ["web-pro"], [])
         assert listed["limits"]["daily_credits"] == 500 and not listed["default"]
         assert default["default"] and default["users"] == []
+
+
+async def test_the_queue_counts_jobs_in_direct_messages_and_shows_or_cancels_none(
+    tmp_path: Path,
+) -> None:
+    """An admin acts on a job made in a DM only in that DM (:mod:`bot.refs`): the page shows
+    how many there are, nothing of them, and its cancel knows no such job."""
+    async with (
+        real_stack(tmp_path, demo=True, clock_start=1_700_000_000) as stack,
+        playground_user(stack.url) as admin,
+        playground_user(stack.url) as user,
+    ):
+        await become_admin(stack, admin)
+        dm = await user.dm_channel()
+        view = await user.watch(dm)
+        private = {"text": "/imagine my private dm secret prompt", "channel": dm}
+        said = await user.post("/api/command", private)
+        await view.until(lambda: view.handled(said))
+        in_general = await user.watch()
+        said = await user.command("/imagine a public fox")
+        await in_general.until(lambda: in_general.handled(said))
+        jobs = await stack.runtime.store.tracking.list_unfinished_jobs()
+        [secret] = [job for job in jobs if job.is_dm]
+        [public] = [job for job in jobs if not job.is_dm]
+
+        _, shown = await overview(admin)
+        assert [j["id"] for j in shown["queue"]["jobs"]] == [public.id]
+        assert shown["queue"]["direct_messages"] == 1
+        assert "secret" not in json.dumps(shown) and dm not in json.dumps(shown)
+
+        status, refused = await answer(admin, "/api/admin/cancel", {"job_id": secret.id})
+        assert (status, refused["error"]) == (400, "There is no such job.")
+        kept = await stack.runtime.store.jobs.get_job(secret.id)
+        assert kept is not None and kept.status != "cancelled"
+        assert not kept.result.get("cancelled")
+        assert await stack.runtime.store.audit.entries("web", "web", kind="job") == []

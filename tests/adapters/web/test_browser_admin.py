@@ -2,7 +2,8 @@
 the page's audit log shows it and the refusal it caused. One genbot runs the playground and the
 Slack adapter (on the fake Slack, through the real slack-bolt) on one database; a second
 browser, not an admin, is refused the page. A stored pattern rule RE2 does not run is shown as
-inactive, with the reason."""
+inactive, with the reason. The queue counts the jobs made in direct messages and shows nothing
+of them."""
 
 from __future__ import annotations
 
@@ -23,6 +24,7 @@ from storage import ModerationRule
 from tests.adapters.slack.end_to_end import JOB_TIME_SCALE, WAIT, budgeted_fake, genbot_settings
 from tests.adapters.web.browser import WAIT_MS, user
 from tests.fakes.slack import FakeSlack
+from tests.genbot.stack import playground_user, real_stack
 
 pytestmark = pytest.mark.asyncio(loop_scope="session")
 
@@ -103,3 +105,31 @@ async def test_a_ban_set_on_the_admin_page_is_enforced_in_slack_and_logged(
         await expect(stranger.page.locator("#status")).to_contain_text("Only genbot admins")
         await expect(stranger.page.locator("#sections")).to_be_hidden()
         assert admin.errors == [] and stranger.errors == []
+
+
+async def test_the_queue_counts_jobs_in_direct_messages_and_shows_nothing_of_them(
+    tmp_path: Path, chromium_browser: Browser
+) -> None:
+    async with (
+        real_stack(tmp_path, demo=True, clock_start=1_700_000_000) as stack,
+        playground_user(stack.url) as requester,
+        user(chromium_browser) as admin,
+    ):
+        dm = await requester.dm_channel()
+        view = await requester.watch(dm)
+        private = {"text": "/imagine my private dm secret prompt", "channel": dm}
+        said = await requester.post("/api/command", private)
+        await view.until(lambda: view.handled(said))
+        admin_url = stack.runtime.web_admin_url
+        assert admin_url is not None
+        page = admin.page
+        await page.goto(admin_url)
+        await expect(page.locator("#admin-link")).to_be_visible(timeout=WAIT_MS)
+        await page.goto(f"{stack.url}/admin?platform=web&workspace=web")
+        await expect(page.locator("#sections")).to_be_visible(timeout=WAIT_MS)
+        await expect(page.locator("#queue [data-direct-messages]")).to_have_text(
+            "1 job in direct messages is not listed: only its requester may see or cancel it."
+        )
+        await expect(page.locator("#queue")).to_contain_text("None.")
+        await expect(page.locator("#queue")).not_to_contain_text("secret")
+        assert admin.errors == []

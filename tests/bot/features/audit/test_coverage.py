@@ -27,7 +27,7 @@ ADMIN_CHECKS: dict[tuple[str, str], str] = {
     ("bot/features/account.py", "_tier_usage"): "/usage tells an admin no limit applies",
     ("bot/features/home.py", "on_button"): "posting a result again changes nothing shared",
     ("bot/features/archive/search.py", "check"): "searching everyone's jobs changes nothing",
-    ("bot/refs.py", "_job"): "pressing a button of another's job makes the admin's own job",
+    ("bot/refs.py", "_job_for"): "pressing a button of another's job makes the admin's own job",
     ("bot/features/console.py", "_admin"): "the admin page's check; its changes are the "
     "moderation command's and the Cancel button's, which record themselves",
     ("bot/refs.py", "_scope"): "opens the settings form; saving it records settings.changed",

@@ -222,3 +222,57 @@ async def test_a_finish_applied_to_a_job_read_before_its_cancel_ends_it_hidden_a
     assert ended.status == "failed_posted" and ended.result.get("cancelled")
     assert ended.credits and usage.credits == ended.credits
     assert bot.platform.messages == {}
+
+
+async def test_an_admins_cancel_tells_the_requester_in_place_of_the_progress_message(
+    tmp_path: Path,
+) -> None:
+    """The requester of a job an admin cancelled is told so where its progress was, and that
+    the service may still charge it; the note stays once the provider ends the job, also when
+    another process (here: after a restart) ends it."""
+    platform = FakePlatform(profile=ROOMY)
+    db_path = tmp_path / "genbot.db"
+    async with serve(MANUAL) as sim:
+        async with running_genbot(sim, db_path, platform=platform) as first:
+            alice, root = first.actor("alice"), first.actor("root", admin=True)
+            await alice.command("imagine", prompt="a fox")
+            job = await first.latest_job()
+            progress = first.progress(job)
+            await root.press(progress, "❌ Cancel")
+            cancelled = await first.store.jobs.get_job(job.id)
+            assert cancelled is not None and cancelled.status == "cancelled"
+            assert cancelled.result.get("cancelled_by_admin")
+            assert platform.deleted == []
+            assert progress.text == wording.admin_cancelled_text(job)
+            assert "a genbot admin cancelled this job" in progress.text
+            assert "charge its credits to you" in progress.text
+            assert progress.message.mention_user_id == "alice" and progress.buttons == []
+            assert platform.ephemerals_for("root") == [wording.CANCELLED_NOTE]
+        sim.advance(120)
+        async with running_genbot(sim, db_path, platform=platform) as second:
+            ended = await second.settled(job.id, timeout=TAKEOVER_WAIT)
+            usage = await second.store.ledger.usage_for_user("fake", "alice")
+    assert ended.status == "failed_posted" and ended.credits
+    assert (usage.credits, usage.entries) == (ended.credits, 1)
+    assert platform.deleted == []
+    assert list(platform.messages) == [job.progress_message_id]
+    assert progress.text == wording.admin_cancelled_text(job)
+
+
+async def test_an_admins_cancel_is_told_in_the_language_of_the_jobs_channel(
+    tmp_path: Path,
+) -> None:
+    """The note is for the requester and everyone in the job's channel: it speaks the job's
+    language (the channel's, German here), not the English of the admin who pressed Cancel."""
+    async with harness(tmp_path, sim_config=MANUAL) as bot:
+        await bot.store.settings.set_scope_settings(
+            "channel", "fake", PLACE.channel_id, language="de"
+        )
+        await bot.actor("alice").command("imagine", prompt="ein Fuchs")
+        job = await bot.latest_job()
+        progress = bot.progress(job)
+        await bot.actor("root", admin=True, locale="en").press(progress, "❌ Abbrechen")
+
+    assert progress.spoken[-1] == "de"
+    assert "ein genbot-Admin hat diesen Auftrag abgebrochen" in progress.text
+    assert bot.platform.ephemerals_for("root") == [wording.CANCELLED_NOTE]
