@@ -81,6 +81,11 @@ SQL_LINKS_FROM: Final = (
     "SELECT chat_message_id, message_id FROM conversation_links"
     " WHERE conversation_id = ? AND chat_message_id >= ? ORDER BY id"
 )
+SQL_FROM_ANSWER_BEFORE: Final = (
+    "SELECT * FROM messages WHERE conversation_id = ? AND id >= (SELECT MAX(id)"
+    " FROM messages WHERE conversation_id = ? AND id < ? AND role = 'assistant'"
+    " AND function_call IS NULL AND name IS NULL) ORDER BY id LIMIT ?"
+)
 _NEWEST: Final = 2**63 - 1
 
 
@@ -219,6 +224,19 @@ class ConversationStore:
             return []
         rows = await self.db.fetch_all(SQL_HISTORY_FROM, (conversation_id, first_id))
         links = await self.db.fetch_all(SQL_LINKS_FROM, (conversation_id, first_id))
+        return messages_with_links(rows, links)
+
+    async def answer_before(
+        self, conversation_id: int, below: int, *, turns: int = 32
+    ) -> list[ChatMessage]:
+        """The newest answer stored below turn ``below`` (on any branch; not a function call or
+        an alternative) and the turns stored after it, ``turns`` in all at most, oldest first,
+        with their platform messages; [] when no answer came before."""
+        values = (conversation_id, conversation_id, below, turns)
+        rows = await self.db.fetch_all(SQL_FROM_ANSWER_BEFORE, values)
+        if not rows:
+            return []
+        links = await self.db.fetch_all(SQL_LINKS_FROM, (conversation_id, rows[0]["id"]))
         return messages_with_links(rows, links)
 
     async def turn_of_message(self, platform: str, channel_id: str, message_id: str) -> int | None:

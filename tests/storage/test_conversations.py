@@ -203,3 +203,28 @@ async def test_deleting_a_turn_keeps_its_messages_linked(store: Store) -> None:
     ] == ["hi"]
     found = await store.conversations.find_conversation_by_message("discord", "c", "m-bot")
     assert found is not None and found.id == conversation.id
+
+
+async def test_the_answer_before_a_turn_with_the_turns_after_it(store: Store) -> None:
+    conversations = store.conversations
+    conversation, _ = await conversations.get_or_create_conversation(THREAD, kind="thread")
+    first = await conversations.append_message(conversation.id, "user", "hi")
+    assert await conversations.answer_before(conversation.id, first + 1) == []
+    answer = await conversations.append_message(
+        conversation.id, "assistant", "a", platform_message_ids=["m1", "m2"]
+    )
+    await conversations.append_message(conversation.id, "assistant", "a", name="alternative")
+    call = {"name": "generate_image", "arguments": "{}"}
+    await conversations.append_message(conversation.id, "assistant", None, function_call=call)
+    await conversations.append_message(conversation.id, "function", "ok", name="generate_image")
+    newer = await conversations.append_message(
+        conversation.id, "assistant", "b", platform_message_ids=["m3"]
+    )
+    turns = await conversations.answer_before(conversation.id, newer)
+    assert [(t.id, t.platform_message_ids) for t in turns[:1]] == [(answer, ("m1", "m2"))]
+    assert [t.name for t in turns] == [None, "alternative", None, "generate_image", None]
+    assert [t.id for t in await conversations.answer_before(conversation.id, newer, turns=2)] == [
+        answer,
+        answer + 1,
+    ]
+    assert (await conversations.answer_before(conversation.id, newer + 1))[0].id == newer

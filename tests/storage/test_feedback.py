@@ -39,3 +39,17 @@ async def test_a_turn_keeps_its_model_who_it_was_for_and_its_state(store: Store)
     assert stored is not None
     assert (stored.model, stored.asked_by, stored.state) == ("llm-4", "U7", "stopped")
     assert await store.conversations.get_turn(conversation.id + 1, turn) is None
+
+
+async def test_a_rating_given_again_changes_nothing_and_reads_back(store: Store) -> None:
+    key = ConversationKey("slack", "T1", "D1")
+    conversation, _ = await store.conversations.get_or_create_conversation(key, kind="dm")
+    turn = await store.conversations.append_message(conversation.id, "assistant", "a")
+    where = {"platform": "slack", "workspace_id": "T1", "model": "llm-4"}
+    assert await store.feedback.rating(turn, "U1") is None
+    assert await store.feedback.rate(turn, "U1", good=True, **where)
+    assert not await store.feedback.rate(turn, "U1", good=True, **where)
+    assert await store.feedback.rating(turn, "U1") is True
+    assert await store.feedback.rate(turn, "U1", good=False, **where)
+    assert await store.feedback.rating(turn, "U1") is False
+    assert await store.feedback.rating(turn, "U2") is None

@@ -43,7 +43,7 @@ from bot.api import (
 from bot.api.errors import ContextTooLong
 from bot.api.ratelimit import observe_waits
 from bot.features.chat.alternatives import offer_alternatives
-from bot.features.chat.controls import final_buttons, live_buttons
+from bot.features.chat.controls import final_buttons, live_buttons, retire_previous
 from bot.features.chat.history import History, Turn
 from bot.features.chat.image_links import ImageLinks
 from bot.features.chat.renderer import RenderResult, StreamEnd, StreamRenderer, TextDeltas
@@ -56,7 +56,7 @@ from bot.features.chat.tools import FUNCTIONS, ImageTools, ToolContext, run_tool
 from bot.features.provider_waits import ShownWait
 from bot.kernel import Place, User, UserError, _, metrics
 from bot.outbox import Activity, Outbox, WritePolicy
-from storage import ConversationStore, UsageLedger
+from storage import AnswerFeedback, ConversationStore, UsageLedger
 
 log = logging.getLogger(__name__)
 T = TypeVar("T")
@@ -119,10 +119,12 @@ def stored_reply(rendered: RenderResult) -> str:
 
 @dataclass(frozen=True)
 class AnswerStorage:
-    """What answering uses: the conversation's turns and the usage ledger."""
+    """What answering uses: the conversation's turns, the usage ledger and the answers'
+    ratings (None: controls drawn again show none)."""
 
     conversations: ConversationStore
     ledger: UsageLedger
+    feedback: AnswerFeedback | None = None
 
 
 class ScreensAnswers(Protocol):
@@ -389,8 +391,8 @@ class Answerer:
         """Render the reply with its turn stored first: each posted message is linked to the
         turn as soon as it is posted, the text shown stored at each write, the final text at
         the end. A reply that never got posted leaves no turn behind. A streamed reply (``stop``
-        ends it) carries ⏹ Stop while it streams; every reply its controls once complete
-        (:mod:`bot.features.chat.controls`)."""
+        ends it) carries ⏹ Stop while it streams; every reply its controls once complete, and
+        the answer shown before it then loses its 🔁 (:mod:`bot.features.chat.controls`)."""
         if self.moderation is not None:
             deltas = await self.moderation.screened(target.place, deltas)
         reply = StoredReply(self.store.conversations, target)
@@ -416,4 +418,15 @@ class Answerer:
             await reply.abandon(renderer.result)
             raise
         await reply.finish(stored_reply(rendered), stopped=rendered.stopped)
+        try:
+            await retire_previous(
+                self.store.conversations,
+                self.store.feedback,
+                self.outbox,
+                target.place,
+                conversation_id,
+                reply.turn_id,
+            )
+        except Exception as error:
+            log.warning("could not take 🔁 off the answer before turn %d: %r", reply.turn_id, error)
         return rendered, reply.turn_id

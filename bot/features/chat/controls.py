@@ -5,8 +5,12 @@ the core lets only someone who sees the conversation press it (:mod:`bot.refs`).
 regenerate are for the user the answer is for (and admins); anyone in the conversation may rate
 an answer, once (a second press changes their rating). Stop ends the provider's stream on the
 process that streams it (:mod:`bot.features.chat.stops`); 🔁 is the chat engine's (it answers
-again); feedback is stored with the turn (:class:`storage.AnswerFeedback`), counted in
-``genbot_chat_feedback_total`` and shown to admins by ``/usage``.
+again), and only the newest answer carries it: once a newer one is shown, the answer shown before
+it is drawn again without it (:func:`retire_previous`). Feedback is stored with the turn
+(:class:`storage.AnswerFeedback`), counted in ``genbot_chat_feedback_total`` and shown to admins
+by ``/usage``; a press that changes nothing (the same rating again) records, counts and posts
+nothing. The buttons show the rating of the user the answer is for (its 👍 or 👎 drawn
+chosen), which is how that user is answered; anyone else is thanked privately.
 """
 
 from __future__ import annotations
@@ -14,6 +18,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import ClassVar
 
+from bot.features.chat.redraw import is_newest_answer, redraw
 from bot.features.chat.stops import StopRequests
 from bot.kernel import (
     BAD_ACTION,
@@ -26,13 +31,14 @@ from bot.kernel import (
     Command,
     ModalSubmit,
     OptionValue,
+    Place,
     UserError,
     _,
     metrics,
 )
 from bot.outbox import Notice, Outbox, WritePolicy
 from bot.refs import RefKind, TurnReferent, Work
-from storage import AnswerFeedback, ChatMessage
+from storage import AnswerFeedback, ChatMessage, ConversationStore
 
 REGENERATE_ACTION = "chat_again"
 # Translators: the button stopping an answer while it is written.
@@ -53,11 +59,39 @@ def live_buttons(conversation_id: int, turn_id: int) -> ButtonRows:
     return ((Button(_(STOP_LABEL), STOP_ACTION, turn_ref(conversation_id, turn_id)),),)
 
 
-def final_buttons(conversation_id: int, turn_id: int, *, regenerate: bool = True) -> ButtonRows:
-    """What a complete answer carries: 🔁 (unless ``regenerate`` is false), 👍, 👎."""
+def final_buttons(
+    conversation_id: int, turn_id: int, *, regenerate: bool = True, rating: bool | None = None
+) -> ButtonRows:
+    """What a complete answer carries: 🔁 (unless ``regenerate`` is false), 👍, 👎; the one
+    ``rating`` names (True 👍, False 👎) drawn chosen (``primary``)."""
     ref = turn_ref(conversation_id, turn_id)
     again = (Button(REGENERATE_LABEL, REGENERATE_ACTION, ref),) if regenerate else ()
-    return ((*again, Button(GOOD_LABEL, GOOD_ACTION, ref), Button(BAD_LABEL, BAD_ACTION, ref)),)
+    good = Button(GOOD_LABEL, GOOD_ACTION, ref, "primary" if rating is True else "secondary")
+    bad = Button(BAD_LABEL, BAD_ACTION, ref, "primary" if rating is False else "secondary")
+    return ((*again, good, bad),)
+
+
+async def retire_previous(
+    store: ConversationStore,
+    feedback: AnswerFeedback | None,
+    outbox: Outbox,
+    place: Place,
+    conversation_id: int,
+    turn_id: int,
+) -> None:
+    """A newer answer (turn ``turn_id``) is shown in ``place``: the answer shown before it is
+    drawn again without 🔁, its rating kept. One already drawn without controls (``replaced``:
+    its 🔁 was pressed) or still ``streaming`` (whoever settles it draws its controls,
+    :mod:`bot.features.chat.interrupted`) is left alone."""
+    turns = await store.answer_before(conversation_id, turn_id)
+    if not turns or turns[0].state in ("replaced", "streaming"):
+        return
+    previous = turns[0]
+    rating = None
+    if feedback is not None and previous.asked_by is not None:
+        rating = await feedback.rating(previous.id, previous.asked_by)
+    buttons = final_buttons(conversation_id, previous.id, regenerate=False, rating=rating)
+    await redraw(outbox, place, previous, turns[1:], buttons)
 
 
 def check_answer_for(event: ButtonPress, turn: ChatMessage) -> None:
@@ -79,10 +113,17 @@ class AnswerControls:
     }
     work: ClassVar[Mapping[str, Work]] = dict.fromkeys(actions, Work.FREE)
 
-    def __init__(self, stops: StopRequests, feedback: AnswerFeedback, outbox: Outbox) -> None:
+    def __init__(
+        self,
+        stops: StopRequests,
+        feedback: AnswerFeedback,
+        outbox: Outbox,
+        conversations: ConversationStore,
+    ) -> None:
         self.stops = stops
         self.feedback = feedback
         self.outbox = outbox
+        self.conversations = conversations
 
     async def on_command(self, event: Command, options: Mapping[str, OptionValue]) -> None:
         raise UserError(_("This command is no longer supported."))
@@ -101,7 +142,7 @@ class AnswerControls:
             raise UserError(_("This button is no longer supported."))
         good = event.action == GOOD_ACTION
         model = turn.model or "unknown"
-        await self.feedback.rate(
+        changed = await self.feedback.rate(
             turn.id,
             event.user.id,
             platform=platform,
@@ -109,10 +150,24 @@ class AnswerControls:
             model=model,
             good=good,
         )
+        if not changed:
+            return
         metrics.CHAT_FEEDBACK.labels(platform, model, "good" if good else "bad").inc()
+        if turn.asked_by == event.user.id:
+            await self._show_rating(event, turn, good)
+            return
         await self._tell(
             event, _("Thanks for the feedback {rating}.", rating=GOOD_LABEL if good else BAD_LABEL)
         )
+
+    async def _show_rating(self, event: ButtonPress, turn: ChatMessage, good: bool) -> None:
+        """Draw the answer's controls again with the rating of the user it is for chosen."""
+        turns = await self.conversations.answer_before(turn.conversation_id, turn.id + 1)
+        if not turns or turns[0].id != turn.id:
+            return
+        regenerate = await is_newest_answer(self.conversations, turn)
+        buttons = final_buttons(turn.conversation_id, turn.id, regenerate=regenerate, rating=good)
+        await redraw(self.outbox, event.place, turns[0], turns[1:], buttons)
 
     async def on_modal(self, event: ModalSubmit, referent: TurnReferent) -> None:
         raise UserError(_("This form is no longer supported."))

@@ -96,6 +96,7 @@ from bot.outbox import Edit, Outbox, Post, WritePolicy
 from bot.refs import AlternativeReferent, ConversationReferent, RefKind, TurnReferent, Work
 from storage import (
     UNSET,
+    AnswerFeedback,
     ChatMessage,
     Conversation,
     ConversationBranches,
@@ -145,6 +146,9 @@ class ChatStorage:
     ledger: UsageLedger
     branches: ConversationBranches | None = None
     """Where edits branch conversations (None: edits are not answered)."""
+    feedback: AnswerFeedback | None = None
+    """The answers' ratings, kept on their buttons when they are drawn again (None: not
+    shown)."""
 
 
 class Moderates(ScreensAnswers, Protocol):
@@ -203,7 +207,7 @@ class ChatEngine:
         self.defaults = defaults or ChatDefaults()
         self.documents = DocumentReader(outbox, documents)
         self.answerer = Answerer(
-            AnswerStorage(store.conversations, store.ledger),
+            AnswerStorage(store.conversations, store.ledger, store.feedback),
             api,
             outbox,
             self.defaults,

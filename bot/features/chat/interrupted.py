@@ -5,8 +5,10 @@ An answer's turn is stored ``streaming`` from its first message on, with the tex
 show, rewritten at each platform write (:class:`bot.features.chat.replies.StoredReply`); the end
 of the answer clears the state. Settling one left ``streaming`` edits its last message to the
 text stored with an _(interrupted)_ note, without ⏹ Stop and with the controls of a complete
-answer (🔁, 👍, 👎), and stores that same text as the turn (state ``interrupted``): the history
-the model reads next is what the user sees.
+answer (👍, 👎, and 🔁 unless a newer answer was shown meanwhile), and stores that same text as
+the turn (state ``interrupted``): the history the model reads next is what the user sees. The
+answer shown before it then loses its 🔁, as under any newer answer
+(:func:`~bot.features.chat.controls.retire_previous`; an answer finished after it skipped it).
 
 Answers carry no owner. Whether one still has a live writer is read from the locks its turn
 holds while it streams: the chat engine's lock of the conversation in its own process, and the
@@ -25,7 +27,8 @@ import asyncio
 import logging
 from collections.abc import Callable
 
-from bot.features.chat.controls import final_buttons
+from bot.features.chat.controls import final_buttons, retire_previous
+from bot.features.chat.redraw import is_newest_answer
 from bot.features.chat.renderer import MARKER
 from bot.features.chat.replies import reply_tokens
 from bot.kernel import (
@@ -43,6 +46,7 @@ from bot.kernel import (
 )
 from bot.outbox import Edit, Outbox, Post, WritePolicy
 from storage import (
+    AnswerFeedback,
     ChatMessage,
     Conversation,
     ConversationLocks,
@@ -78,7 +82,7 @@ def place_of(conversation: Conversation) -> Place:
 class InterruptedAnswers:
     """Settles the answers left streaming (see the module docstring); a service, started and
     stopped with the router. ``turn_lock`` is the chat engine's lock of a conversation's turns
-    in this process."""
+    in this process; ``feedback`` holds the ratings kept when controls are drawn again."""
 
     def __init__(
         self,
@@ -89,7 +93,9 @@ class InterruptedAnswers:
         turn_lock: Callable[[int], asyncio.Lock],
         *,
         every: float = SWEEP_SECONDS,
+        feedback: AnswerFeedback | None = None,
     ) -> None:
+        self.feedback = feedback
         self.conversations = conversations
         self.locks = locks
         self.settings = settings
@@ -146,11 +152,16 @@ class InterruptedAnswers:
             return 0
         place = place_of(conversation)
         shown = (turn.content or "").rstrip()
-        with speaking(await self._language(conversation, turn)):
+        language = await self._language(conversation, turn)
+        with speaking(language):
             note = _(INTERRUPTED_NOTE)
         text = f"{shown}\n\n{note}" if shown else note
         try:
             await self._show(place, conversation_id, turn, shown, text)
+            with speaking(language):
+                await retire_previous(
+                    self.conversations, self.feedback, self.outbox, place, conversation_id, turn_id
+                )
         except SurfaceError as error:
             log.warning("could not mark the answer of turn %d interrupted: %s", turn_id, error)
         await self.conversations.update_message(
@@ -173,7 +184,8 @@ class InterruptedAnswers:
             streaming = split_chunks(shown, limit, reserve=len(FENCE) + 1 + len(MARKER))
             start = streaming[min(len(refs), len(streaming)) - 2].end if len(streaming) > 1 else 0
         chunks = split_chunks(text, limit, start=start)
-        buttons = final_buttons(conversation_id, turn.id)
+        newest = await is_newest_answer(self.conversations, turn)
+        buttons = final_buttons(conversation_id, turn.id, regenerate=newest)
         for index, chunk in enumerate(chunks):
             message = OutMessage(
                 chunk.text, buttons=buttons if index == len(chunks) - 1 else (), from_model=True

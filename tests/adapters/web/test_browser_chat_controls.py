@@ -1,6 +1,6 @@
 """An answer's controls in the playground, in real headless Chromium on the real core and the
-provider simulator: ⏹ Stop while it streams, 👍, then 🔁 (the old answer stays, marked
-replaced).
+provider simulator: ⏹ Stop while it streams, 👍 (drawn chosen, no message), then 🔁 (the old
+answer stays, marked replaced); an edit in the page's multi-line editor.
 
 The browser is the shared ``chromium_browser`` (see :mod:`tests.adapters.web.browser`).
 """
@@ -8,6 +8,7 @@ The browser is the shared ``chromium_browser`` (see :mod:`tests.adapters.web.bro
 from __future__ import annotations
 
 import asyncio
+import re
 from pathlib import Path
 
 import pytest
@@ -43,8 +44,14 @@ async def test_stop_feedback_and_regenerate_in_a_real_browser(
         await asyncio.sleep(0.5)
         assert stack.sim.state.stream_bytes[-1] == sent, "the simulator sent nothing after the stop"
 
+        shown = await answer.locator(".text").inner_text()
         await answer.locator(".btn", has_text="👍").click()
-        await expect(page.get_by_text("Thanks for the feedback")).to_be_visible(timeout=WAIT_MS)
+        await expect(answer.locator(".btn", has_text="👍")).to_have_class(
+            re.compile(r"\bbtn-primary\b"), timeout=WAIT_MS
+        )
+        await expect(answer.locator(".btn")).to_have_text(["🔁", "👍", "👎"])
+        assert await answer.locator(".text").inner_text() == shown
+        await expect(page.get_by_text("Thanks for the feedback")).to_have_count(0)
 
         await answer.locator(".btn", has_text="🔁").click()
         newer = streaming.filter(has=page.locator(".btn", has_text="⏹ Stop"))

@@ -107,6 +107,7 @@ class ChatWorld:
                 store.settings,
                 store.ledger,
                 store.branches,
+                store.feedback,
             ),
             provider,
             parts.outbox,
@@ -138,7 +139,9 @@ class ChatWorld:
             languages=parts.languages,
         )
         chat = self._chat(parts)
-        controls = AnswerControls(self.stops, parts.store.feedback, parts.outbox)
+        controls = AnswerControls(
+            self.stops, parts.store.feedback, parts.outbox, parts.store.conversations
+        )
         return [chat, controls, self.account]
 
     def _conversations(self, parts: Parts) -> Conversations:

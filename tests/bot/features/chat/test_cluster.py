@@ -164,7 +164,7 @@ async def test_stop_pressed_on_another_process_stops_the_answer_where_it_streams
         )
         engine = ChatEngine(storage, parts.provider, parts.outbox, stops=requests)
         ENGINES[id(parts)] = engine
-        return [engine, AnswerControls(requests, store.feedback, parts.outbox)]
+        return [engine, AnswerControls(requests, store.feedback, parts.outbox, store.conversations)]
 
     on_postgres: dict[str, Any] = {
         "platform": platform,

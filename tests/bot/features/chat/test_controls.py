@@ -11,6 +11,7 @@ from pathlib import Path
 from bot.features.chat.controls import (
     BAD_LABEL,
     GOOD_LABEL,
+    REGENERATE_ACTION,
     REGENERATE_LABEL,
     STOP_LABEL,
 )
@@ -126,8 +127,16 @@ async def test_regenerate_replaces_the_answer_in_the_history_and_keeps_it_shown(
             "user",
         ]
         assert history[-2]["content"] == turns[-1].content
-        await alice.press(second, REGENERATE_LABEL)
-        assert world.platform.ephemerals[-1].text == ONLY_THE_NEWEST
+        assert [b.label for b in second.buttons] == [GOOD_LABEL, BAD_LABEL]
+        raced = ButtonPress(
+            user=ALICE,
+            place=DM,
+            message_id=second.ref.message_id,
+            action=REGENERATE_ACTION,
+            ref=second.button(GOOD_LABEL).ref,
+        )
+        await world.core.handle(raced)
+        assert world.platform.ephemerals[-1].text == ONLY_THE_NEWEST, "a press that raced it"
 
 
 async def test_regenerate_checks_the_message_against_the_rules_in_force_as_if_typed(
@@ -187,3 +196,92 @@ async def test_feedback_is_stored_counted_and_shown_to_admins(tmp_path: Path) ->
         assert f"{model}: 1 / 1, 50%" in world.platform.ephemerals[-1].text
         await alice.command("usage")
         assert "Answer feedback" not in world.platform.ephemerals[-1].text
+
+
+def styles(message: PostedMessage) -> list[tuple[str, str]]:
+    return [(button.label, button.style) for button in message.buttons]
+
+
+async def test_a_newer_answer_takes_regenerate_off_the_one_before_keeping_its_rating(
+    tmp_path: Path,
+) -> None:
+    async with chat_world(tmp_path) as world:
+        alice = world.actor()
+        await alice.say("echo: first")
+        first = answer_in(world, REGENERATE_LABEL)
+        assert first is not None
+        await alice.press(first, GOOD_LABEL)
+        shown, writes = first.text, len(first.history)
+        await alice.say("echo: second")
+        second = answer_in(world, REGENERATE_LABEL)
+        assert second is not None and second is not first
+        assert first.text == shown and len(first.history) == writes + 1
+        assert styles(first) == [(GOOD_LABEL, "primary"), (BAD_LABEL, "secondary")]
+
+        writes, second_writes = len(first.history), len(second.history)
+        await alice.press(second, REGENERATE_LABEL)
+        third = answer_in(world, REGENERATE_LABEL)
+        assert third is not None and third is not second
+        assert not second.buttons and len(second.history) == second_writes + 1, (
+            "the replaced answer is edited once, its controls gone"
+        )
+        assert len(first.history) == writes
+
+        await world.restart()
+        await world.actor().say("echo: after a restart")
+        assert [b.label for b in third.buttons] == [GOOD_LABEL, BAD_LABEL]
+        newest = answer_in(world, REGENERATE_LABEL)
+        assert newest is not None and "after a restart" in newest.text
+
+
+async def test_the_answer_before_keeps_its_text_when_it_took_several_messages(
+    tmp_path: Path,
+) -> None:
+    words = " ".join(f"word{number}" for number in range(700))
+    async with chat_world(tmp_path) as world:
+        alice = world.actor()
+        await alice.say(f"echo: {words}")
+        parts = world.posted_in(DM)
+        assert len(parts) >= 3
+        shown = [(part.text, len(part.history)) for part in parts]
+        await alice.say("echo: short")
+        assert [(part.text, len(part.history)) for part in parts[:-1]] == shown[:-1]
+        assert (parts[-1].text, len(parts[-1].history)) == (shown[-1][0], shown[-1][1] + 1)
+        assert [b.label for b in parts[-1].buttons] == [GOOD_LABEL, BAD_LABEL]
+
+
+async def test_a_rating_shows_on_the_buttons_and_the_same_press_again_changes_nothing(
+    tmp_path: Path,
+) -> None:
+    async with chat_world(tmp_path) as world:
+        alice, bob = world.actor(), world.actor(BOB, DM)
+        await alice.say("echo: rate me twice")
+        answer = answer_in(world, GOOD_LABEL)
+        assert answer is not None
+        model = world.chat_bodies()[-1]["model"]
+        good = metrics.CHAT_FEEDBACK.labels("fake", model, "good")
+        counted, writes = good._value.get(), len(answer.history)
+        told = len(world.platform.ephemerals)
+
+        await alice.press(answer, GOOD_LABEL)
+        await alice.press(answer, GOOD_LABEL)
+        assert styles(answer) == [
+            (REGENERATE_LABEL, "secondary"),
+            (GOOD_LABEL, "primary"),
+            (BAD_LABEL, "secondary"),
+        ]
+        assert len(answer.history) == writes + 1 and len(world.platform.ephemerals) == told
+        assert good._value.get() == counted + 1
+
+        await alice.press(answer, BAD_LABEL)
+        assert styles(answer)[1:] == [(GOOD_LABEL, "secondary"), (BAD_LABEL, "primary")]
+        assert answer.text.endswith("rate me twice")
+        counts = await world.store.feedback.counts("fake", "w1")
+        assert [(c.good, c.bad) for c in counts] == [(0, 1)]
+
+        await bob.press(answer, GOOD_LABEL)
+        await bob.press(answer, GOOD_LABEL)
+        assert world.platform.ephemerals_for(BOB.id) == [f"Thanks for the feedback {GOOD_LABEL}."]
+        assert styles(answer)[1:] == [(GOOD_LABEL, "secondary"), (BAD_LABEL, "primary")]
+        assert len(answer.history) == writes + 2
+        assert good._value.get() == counted + 2

@@ -1,7 +1,8 @@
 """An answer whose process ended while it streamed (its handler cancelled mid-edit, then a new
 genbot on the same database and platform): the next process settles it — the text stored at
 its last write, an _(interrupted)_ note, no cursor, no ⏹ Stop, 🔁 👍 👎 — and stores what it
-shows. A finished answer, and an answer this process still streams, are left alone."""
+shows. The finished answer before it loses its 🔁 then (a newer answer is shown); an answer this
+process still streams is left alone."""
 
 from __future__ import annotations
 
@@ -86,7 +87,10 @@ async def test_an_answer_left_streaming_is_settled_by_the_next_process(tmp_path:
         assert settled.text == f"{shown}\n\n{INTERRUPTED_NOTE}"
         assert MARKER not in settled.text
         assert [b.label for b in settled.buttons] == [REGENERATE_LABEL, GOOD_LABEL, BAD_LABEL]
-        assert platform.messages[finished.ref.message_id].history == finished_history
+        retired = platform.messages[finished.ref.message_id]
+        assert retired.history[:-1] == finished_history, "one edit: its 🔁 taken off"
+        assert retired.text == finished_history[-1].text
+        assert [b.label for b in retired.buttons] == [GOOD_LABEL, BAD_LABEL]
         turns = await world.store.conversations.conversation_tail(1, max_tokens=10**9)
         assert [(t.role, t.state) for t in turns] == [
             ("user", None),
@@ -100,3 +104,37 @@ async def test_an_answer_left_streaming_is_settled_by_the_next_process(tmp_path:
         await world.actor().say("echo: next")
         history = world.chat_bodies()[-1]["messages"]
         assert {"role": "assistant", "content": settled.text} in history
+
+
+async def test_an_answer_settled_after_a_newer_one_is_shown_gets_no_regenerate(
+    tmp_path: Path,
+) -> None:
+    platform = HeldEdits(hold_from=3)
+    async with chat_world(tmp_path, config=sim_config(time_scale=SLOW), platform=platform) as world:
+        alice = world.actor()
+        await alice.say("echo: finished first")
+        [finished] = world.posted_in(DM)
+        platform.hold = True
+        asking = asyncio.create_task(alice.say(f"echo: {WORDS}"))
+        await asyncio.wait_for(platform.holding.wait(), 20)
+        live = world.posted_in(DM)[-1]
+        asking.cancel()
+        with contextlib.suppress(asyncio.CancelledError):
+            await asking
+        platform.hold = False
+        await world.restart()
+
+        left = len(live.history)
+        await world.actor().say("echo: newer")
+        newer = world.posted_in(DM)[-1]
+        assert len(live.history) == left, "the newer answer leaves it to whoever settles it"
+        assert [b.label for b in newer.buttons] == [REGENERATE_LABEL, GOOD_LABEL, BAD_LABEL]
+        assert [b.label for b in finished.buttons] == [REGENERATE_LABEL, GOOD_LABEL, BAD_LABEL], (
+            "the newer answer leaves the one streaming before it to whoever settles it"
+        )
+        assert await settler(world).sweep() == 1
+        settled = platform.messages[live.ref.message_id]
+        assert settled.text.endswith(INTERRUPTED_NOTE)
+        assert [b.label for b in settled.buttons] == [GOOD_LABEL, BAD_LABEL]
+        assert [b.label for b in finished.buttons] == [GOOD_LABEL, BAD_LABEL]
+        assert [b.label for b in newer.buttons] == [REGENERATE_LABEL, GOOD_LABEL, BAD_LABEL]
