@@ -334,12 +334,60 @@ async function pressButton(message, button, element) {
   if (!result.ok) toast(result.body.error || t("The button could not be pressed."));
 }
 
-/** Edit one's own message: genbot answers a conversation's turn again, on a new branch. */
-async function editMessage(message) {
-  const text = window.prompt(t("Edit your message"), message.text);
-  if (text === null || text.trim() === "" || text === message.text) return;
-  const result = await postJson("/api/edit", { message_id: message.id, text });
-  if (!result.ok) toast(result.body.error || t("The message could not be edited."));
+/** Edit one's own message (genbot answers a conversation's turn again, on a new branch) in a
+ * dialog with a multi-line editor: Ctrl+Enter (⌘+Enter) saves, Escape or Cancel leaves it. An
+ * unchanged or empty text sends nothing; a refusal shows in the dialog, the text kept. */
+function editMessage(message) {
+  const dialog = $("#edit-dialog") || document.body.appendChild(h("dialog", { id: "edit-dialog", class: "modal edit-dialog" }));
+  const lines = message.text.split("\n").length;
+  const area = h("textarea", {
+    class: "edit-text",
+    name: "text",
+    rows: Math.min(Math.max(lines + 1, 4), 14),
+    "aria-label": t("Edit your message"),
+  });
+  area.value = message.text;
+  const error = h("div", { class: "modal-error", role: "alert", hidden: true });
+  const save = h("button", { type: "submit", class: "btn btn-primary" }, t("Save"));
+  const form = h(
+    "form",
+    { class: "modal-form" },
+    h("h2", {}, t("Edit your message")),
+    area,
+    error,
+    h("div", { class: "modal-actions" },
+      h("button", { type: "button", class: "btn btn-link", onclick: () => dialog.close() }, t("Cancel")), save),
+  );
+  area.addEventListener("keydown", (event) => {
+    if (event.key === "Enter" && (event.ctrlKey || event.metaKey)) {
+      event.preventDefault();
+      form.requestSubmit();
+    }
+  });
+  form.addEventListener("submit", async (event) => {
+    event.preventDefault();
+    const text = area.value;
+    if (text.trim() === "" || text === message.text) {
+      dialog.close();
+      return;
+    }
+    save.disabled = true;
+    error.hidden = true;
+    const result = await postJson("/api/edit", { message_id: message.id, text });
+    save.disabled = false;
+    if (dialog.firstElementChild !== form) return;
+    if (result.ok) {
+      dialog.close();
+    } else {
+      error.textContent = result.body.error || t("The message could not be edited.");
+      error.hidden = false;
+    }
+  });
+  if (dialog.open) dialog.close();
+  dialog.replaceChildren(form);
+  dialog.showModal();
+  area.focus();
+  area.setSelectionRange(area.value.length, area.value.length);
 }
 
 function dismiss(id) {

@@ -95,7 +95,7 @@ async def test_a_press_of_stop_held_while_the_answer_grows_stops_it(
         assert tab.errors == []
 
 
-async def test_edit_a_message_and_switch_between_its_versions_in_a_real_browser(
+async def test_edit_a_message_in_a_multi_line_editor_and_switch_between_its_versions(
     tmp_path: Path, chromium_browser: Browser
 ) -> None:
     async with real_stack(tmp_path) as stack, user(chromium_browser) as tab:
@@ -108,9 +108,20 @@ async def test_edit_a_message_and_switch_between_its_versions_in_a_real_browser(
             thread.locator("article.message.kind-bot .text", has_text="foxes")
         ).to_have_count(1, timeout=WAIT_MS)
         mine = page.locator("#messages article.message.kind-user", has_text="echo: foxes")
-        page.once("dialog", lambda dialog: dialog.accept("@genbot echo: otters"))
         await mine.locator(".edit-message").click()
+        editor = page.locator("#edit-dialog textarea")
+        await expect(editor).to_have_value("@genbot echo: foxes", timeout=WAIT_MS)
+        await editor.press("Escape")
+        await expect(editor).to_be_hidden(timeout=WAIT_MS)
+        await mine.locator(".edit-message").click()
+        await editor.fill("@genbot echo: otters\nand seals")
+        await editor.press("Enter")
+        await expect(editor).to_have_value("@genbot echo: otters\nand seals\n", timeout=WAIT_MS)
+        await editor.press("Backspace")
+        await editor.press("Control+Enter")
+        await expect(editor).to_be_hidden(timeout=WAIT_MS)
         await expect(mine).to_contain_text("echo: otters", timeout=WAIT_MS)
+        await expect(mine).to_contain_text("and seals", timeout=WAIT_MS)
         await expect(mine.locator(".edited-tag")).to_be_visible()
         note = thread.locator("article.message.kind-bot", has_text="Version")
         await expect(note).to_contain_text("Version 2 of 2", timeout=WAIT_MS)
