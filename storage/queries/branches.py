@@ -37,6 +37,11 @@ SQL_SET_ASIDE: Final = (
     "UPDATE messages SET branch = ? WHERE conversation_id = ? AND id >= ? AND branch IS NULL"
 )
 SQL_BRING_BACK: Final = "UPDATE messages SET branch = NULL WHERE branch = ?"
+SQL_SHOWN_AFTER: Final = (
+    "SELECT COUNT(*) AS n FROM messages AS m JOIN chat_branches AS b ON m.branch = b.id"
+    " WHERE b.conversation_id = ? AND b.first_turn = ? AND m.id > b.first_turn AND (m.role = 'user'"
+    " OR (m.role = 'assistant' AND m.function_call IS NULL AND m.name IS NULL))"
+)
 
 
 @dataclass
@@ -109,6 +114,12 @@ class ConversationBranches:
             )
             for fork_turn, branches in forks.items()
         ]
+
+    async def shown_after(self, conversation_id: int, first_turn: int) -> int:
+        """How many messages and answers (turns shown, not function calls or alternatives)
+        after ``first_turn`` are set aside with the branch it begins."""
+        row = await self.db.fetch_one(SQL_SHOWN_AFTER, (conversation_id, first_turn))
+        return 0 if row is None else int(row["n"])
 
     async def switch(self, conversation_id: int, fork_turn: int, number: int) -> bool:
         """Make branch ``number`` of the fork at ``fork_turn`` live; False when the fork is not

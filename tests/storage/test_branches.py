@@ -23,12 +23,16 @@ async def test_edits_branch_and_switching_brings_a_branch_back(store: Store) -> 
             for i, t in enumerate(texts)
         ]
 
-    u1, _, u3, _ = await say("u1", "a1", "u3", "a3")
+    u1, _, u3 = await say("u1", "a1", "u3")
+    call = {"name": "generate_image", "arguments": "{}"}
+    await store.conversations.append_message(cid, "assistant", None, function_call=call)
+    await store.conversations.append_message(cid, "assistant", "a3")
     u5 = await store.branches.edit(cid, u3, "u3'", platform_message_ids=["m3"])
     await store.conversations.append_message(cid, "assistant", "a3'")
     assert await live(store, cid) == ["u1", "a1", "u3'", "a3'"]
     assert await store.conversations.turn_of_message("discord", "D1", "m3") == u5
     assert await store.branches.forks(cid) == [Fork(u3, (u3, u5), 2)]
+    assert await store.branches.shown_after(cid, u3) == 1, "a3 (not the call before it)"
 
     u7 = await store.branches.edit(cid, u5, "u3''")
     assert await live(store, cid) == ["u1", "a1", "u3''"]
@@ -36,6 +40,8 @@ async def test_edits_branch_and_switching_brings_a_branch_back(store: Store) -> 
 
     assert await store.branches.switch(cid, u3, 2)
     assert await live(store, cid) == ["u1", "a1", "u3'", "a3'"]
+    assert await store.branches.shown_after(cid, u7) == 0
+    assert await store.branches.shown_after(cid, u5) == 0, "a3' is live again"
     u9 = await store.branches.edit(cid, u1, "u1'")
     assert await live(store, cid) == ["u1'"]
     assert not await store.branches.switch(cid, u3, 1), "fork u3 is not on the live path"

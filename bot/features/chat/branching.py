@@ -4,12 +4,17 @@ An edit of a conversation's turn starts a branch (:mod:`storage.queries.branches
 answer genbot posts a note saying which version of the message the conversation continues
 from, with ‹ and › to switch. Switching makes that version's branch live (its turns, kept,
 become the history again; the others are set aside) and redraws the note. Nothing is posted
-again: the earlier version and its answers are still in the channel above.
+again and nothing is hidden: the earlier version and its answers are still in the channel. Taking
+the set-aside messages out of the channel would cost a platform write per message (and genbot
+cannot delete or hide its users' own messages on Slack or Discord), and bringing them back on
+the next switch as much again; instead the redrawn note names the version the switch left out
+and how many messages came after it, which stay in the channel but are no longer part of the
+conversation.
 """
 
 from __future__ import annotations
 
-from bot.kernel import N_, Button, ButtonPress, MessageRef, OutMessage, UserError, _
+from bot.kernel import N_, Button, ButtonPress, MessageRef, OutMessage, UserError, _, ngettext
 from bot.outbox import Edit, Outbox, WritePolicy
 from storage import ChatMessage, Conversation, ConversationBranches, Fork
 
@@ -17,14 +22,34 @@ BRANCH_ACTION = "chat_branch"
 GONE = N_("That version of the message is no longer on this conversation's path.")
 
 
-def branch_note(conversation_id: int, fork: Fork, number: int) -> OutMessage:
-    """The note for version ``number`` (1-based) of the message edited at ``fork``."""
+def branch_note(
+    conversation_id: int, fork: Fork, number: int, left_out: tuple[int, int] | None = None
+) -> OutMessage:
+    """The note for version ``number`` (1-based) of the message edited at ``fork``;
+    ``left_out``: the version a switch left out and how many messages came after it."""
     total = len(fork.first_turns)
     text = _(
         "✏️ Version {number} of {total} of your message: the conversation continues from it.",
         number=number,
         total=total,
     )
+    if left_out is not None:
+        version, after = left_out
+        if after:
+            gone = ngettext(
+                "Version {version} and the {n} message after it stay in the channel but are no "
+                "longer part of the conversation.",
+                "Version {version} and the {n} messages after it stay in the channel but are no "
+                "longer part of the conversation.",
+                after,
+                version=version,
+            )
+        else:
+            gone = _(
+                "Version {version} stays in the channel but is no longer part of the conversation.",
+                version=version,
+            )
+        text = f"{text}\n{gone}"
 
     def to(version: int, label: str) -> Button:
         first = fork.first_turns[min(max(version, 1), total) - 1]
@@ -59,6 +84,10 @@ async def switch_branch(
     if found is None or not await branches.switch(conversation.id, found[0].fork_turn, found[1]):
         raise UserError(_(GONE))
     fork, number = found
-    note = branch_note(conversation.id, fork, number)
+    left_out = None
+    if fork.live not in (0, number):
+        after = await branches.shown_after(conversation.id, fork.first_turns[fork.live - 1])
+        left_out = (fork.live, after)
+    note = branch_note(conversation.id, fork, number, left_out)
     pressed = MessageRef(event.place, event.message_id)
     await outbox.write(event.place, Edit(pressed, note), WritePolicy.RAISE)

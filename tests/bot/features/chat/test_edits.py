@@ -61,6 +61,26 @@ async def test_an_edit_branches_and_the_next_turn_continues_the_new_branch(
             "three",
             "echo: five",
         ]
+        await alice.press(note, "›")
+        assert note.text.splitlines() == [
+            "✏️ Version 2 of 2 of your message: the conversation continues from it.",
+            "Version 1 and the 5 messages after it stay in the channel but are no longer part of "
+            "the conversation.",
+        ]
+
+
+async def test_a_switch_says_which_turns_it_leaves_out(tmp_path: Path) -> None:
+    async with chat_world(tmp_path) as world:
+        alice = world.actor()
+        first = await alice.say("echo: one")
+        await alice.edit(first, "echo: ONE")
+        [note] = [m for m in world.posted_in(DM) if m.text.startswith("✏️")]
+        assert len(note.text.splitlines()) == 1
+        await alice.press(note, "‹")
+        assert note.text.splitlines()[1:] == [
+            "Version 2 and the 1 message after it stay in the channel but are no longer part of "
+            "the conversation."
+        ]
 
 
 async def test_edits_that_are_not_turns_change_nothing(tmp_path: Path) -> None:
