@@ -91,6 +91,7 @@ class SlackSettings(Section):
             writes_per_minute_per_workspace=METHOD_TIERS,
             channel_window_kinds=frozenset({"send", "edit"}),
             edits_add_images=False,
+            shows_chosen_rating=False,
             forms_show_images=True,
             max_form_fields=SLACK_FORM_FIELDS,
         )

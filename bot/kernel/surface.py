@@ -70,6 +70,10 @@ class PlatformProfile:
     """Whether a job's progress message becomes its result by an edit that gives it its images
     (Discord, the playground); where not (Slack: an edit notifies nobody, a new post notifies the
     requester that the job is done) the result is posted and the progress message removed."""
+    shows_chosen_rating: bool = True
+    """Whether a chat answer's 👍/👎 can be drawn chosen (a button's style), which is how the
+    user the answer is for sees their rating; where not (Slack draws them as its own
+    ``feedback_buttons``, which have no style) that user is thanked privately like anyone."""
 
 
 class RateLimited(Exception):

@@ -68,6 +68,9 @@ SQL_TAIL_PAGE: Final = (
 SQL_HISTORY_FROM: Final = (
     "SELECT * FROM messages WHERE conversation_id = ? AND id >= ? AND branch IS NULL ORDER BY id"
 )
+SQL_EVERY_BRANCH_FROM: Final = (
+    "SELECT * FROM messages WHERE conversation_id = ? AND id >= ? ORDER BY id"
+)
 SQL_TURN: Final = "SELECT * FROM messages WHERE id = ? AND conversation_id = ?"
 SQL_STREAMING: Final = (
     "SELECT id, conversation_id FROM messages WHERE state = 'streaming' ORDER BY id LIMIT ?"
@@ -194,12 +197,14 @@ class ConversationStore:
         await self.db.transaction(work)
 
     async def conversation_tail(
-        self, conversation_id: int, *, max_tokens: int
+        self, conversation_id: int, *, max_tokens: int, set_aside: bool = False
     ) -> list[ChatMessage]:
         """The newest turns, oldest first, whose ``token_count`` values fit ``max_tokens``;
         every turn from the newest user turn on is included whatever its count. Older turns'
         counts are read newest first, a page at a time, only until the budget is spent: the
-        cost follows what fits, not the conversation's length."""
+        cost follows what fits, not the conversation's length. With ``set_aside``, the turns
+        of set-aside branches stored among them come too (their ``branch`` set), in the same
+        read."""
         newest_user = await self.db.fetch_one(SQL_NEWEST_USER_TURN, (conversation_id,))
         required_from = None if newest_user is None else newest_user["id"]
         first_id: int | None = None
@@ -222,7 +227,8 @@ class ConversationStore:
             break
         if first_id is None:
             return []
-        rows = await self.db.fetch_all(SQL_HISTORY_FROM, (conversation_id, first_id))
+        query = SQL_EVERY_BRANCH_FROM if set_aside else SQL_HISTORY_FROM
+        rows = await self.db.fetch_all(query, (conversation_id, first_id))
         links = await self.db.fetch_all(SQL_LINKS_FROM, (conversation_id, first_id))
         return messages_with_links(rows, links)
 

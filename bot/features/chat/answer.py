@@ -227,6 +227,7 @@ class Answerer:
             metrics.chat_tokens(fitted.prompt_tokens, outcome.completion_tokens)
             if outcome.call is None or self.tools is None:
                 assert outcome.rendered is not None
+                await self._retire_previous(target, outcome.turn_id, history)
                 others, withheld = outcome.answers[1:], ""
                 if self.moderation is not None and others:
                     others, withheld = await self.moderation.kept_answers(target.place, others)
@@ -391,8 +392,8 @@ class Answerer:
         """Render the reply with its turn stored first: each posted message is linked to the
         turn as soon as it is posted, the text shown stored at each write, the final text at
         the end. A reply that never got posted leaves no turn behind. A streamed reply (``stop``
-        ends it) carries ⏹ Stop while it streams; every reply its controls once complete, and
-        the answer shown before it then loses its 🔁 (:mod:`bot.features.chat.controls`)."""
+        ends it) carries ⏹ Stop while it streams; every reply its controls once complete
+        (:mod:`bot.features.chat.controls`)."""
         if self.moderation is not None:
             deltas = await self.moderation.screened(target.place, deltas)
         reply = StoredReply(self.store.conversations, target)
@@ -418,15 +419,20 @@ class Answerer:
             await reply.abandon(renderer.result)
             raise
         await reply.finish(stored_reply(rendered), stopped=rendered.stopped)
+        return rendered, reply.turn_id
+
+    async def _retire_previous(self, target: Target, turn_id: int, history: History) -> None:
+        """Take 🔁 off the answer shown before turn ``turn_id``, found among the turns
+        ``history`` was read from when they hold it; a failure is logged."""
         try:
             await retire_previous(
                 self.store.conversations,
                 self.store.feedback,
                 self.outbox,
                 target.place,
-                conversation_id,
-                reply.turn_id,
+                target.conversation.id,
+                turn_id,
+                read=history.stored,
             )
         except Exception as error:
-            log.warning("could not take 🔁 off the answer before turn %d: %r", reply.turn_id, error)
-        return rendered, reply.turn_id
+            log.warning("could not take 🔁 off the answer before turn %d: %r", turn_id, error)

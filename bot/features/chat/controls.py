@@ -10,12 +10,13 @@ it is drawn again without it (:func:`retire_previous`). Feedback is stored with 
 (:class:`storage.AnswerFeedback`), counted in ``genbot_chat_feedback_total`` and shown to admins
 by ``/usage``; a press that changes nothing (the same rating again) records, counts and posts
 nothing. The buttons show the rating of the user the answer is for (its 👍 or 👎 drawn
-chosen), which is how that user is answered; anyone else is thanked privately.
+chosen), which is how that user is answered; anyone else is thanked privately, and so is that
+user where 👍/👎 cannot be drawn chosen (``PlatformProfile.shows_chosen_rating``: Slack).
 """
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from typing import ClassVar
 
 from bot.features.chat.redraw import is_newest_answer, redraw
@@ -46,6 +47,8 @@ STOP_LABEL = N_("⏹ Stop")
 REGENERATE_LABEL = "🔁"
 GOOD_LABEL = "👍"
 BAD_LABEL = "👎"
+ANSWER_TURNS = 32
+"""The turns an answer is drawn again from: it and those stored after it (its alternatives)."""
 NOT_YOUR_ANSWER = N_("Only the person this answer is for can stop or regenerate it.")
 
 
@@ -78,12 +81,19 @@ async def retire_previous(
     place: Place,
     conversation_id: int,
     turn_id: int,
+    *,
+    read: Sequence[ChatMessage] = (),
 ) -> None:
     """A newer answer (turn ``turn_id``) is shown in ``place``: the answer shown before it is
     drawn again without 🔁, its rating kept. One already drawn without controls (``replaced``:
     its 🔁 was pressed) or still ``streaming`` (whoever settles it draws its controls,
-    :mod:`bot.features.chat.interrupted`) is left alone."""
-    turns = await store.answer_before(conversation_id, turn_id)
+    :mod:`bot.features.chat.interrupted`) is left alone. ``read``: the turns the answer's
+    history was read from, every branch's, oldest first, under the conversation's turn lock
+    (so no answer came or changed since); the answer before is taken from them when they hold
+    it, and read from storage only when not."""
+    turns = answer_read_before(read, turn_id) or await store.answer_before(
+        conversation_id, turn_id, turns=ANSWER_TURNS
+    )
     if not turns or turns[0].state in ("replaced", "streaming"):
         return
     previous = turns[0]
@@ -92,6 +102,20 @@ async def retire_previous(
         rating = await feedback.rating(previous.id, previous.asked_by)
     buttons = final_buttons(conversation_id, previous.id, regenerate=False, rating=rating)
     await redraw(outbox, place, previous, turns[1:], buttons)
+
+
+def answer_read_before(read: Sequence[ChatMessage], turn_id: int) -> list[ChatMessage]:
+    """The newest answer in ``read`` below turn ``turn_id`` (not a function call or an
+    alternative) and the turns after it, as :meth:`storage.ConversationStore.answer_before`
+    gives them; [] when ``read`` has none."""
+    for index in range(len(read) - 1, -1, -1):
+        turn = read[index]
+        if turn.id >= turn_id or turn.role != "assistant":
+            continue
+        if turn.function_call is not None or turn.name is not None:
+            continue
+        return list(read[index : index + ANSWER_TURNS])
+    return []
 
 
 def check_answer_for(event: ButtonPress, turn: ChatMessage) -> None:
@@ -153,7 +177,8 @@ class AnswerControls:
         if not changed:
             return
         metrics.CHAT_FEEDBACK.labels(platform, model, "good" if good else "bad").inc()
-        if turn.asked_by == event.user.id:
+        chosen_shown = self.outbox.profile(platform).shows_chosen_rating
+        if turn.asked_by == event.user.id and chosen_shown:
             await self._show_rating(event, turn, good)
             return
         await self._tell(

@@ -139,17 +139,27 @@ def is_alternative(message: StoredMessage) -> bool:
 class History:
     """The turns of one conversation for one answer (see the module docstring)."""
 
-    def __init__(self, model: str, turns: Iterable[Turn] = ()) -> None:
+    def __init__(
+        self, model: str, turns: Iterable[Turn] = (), stored: Iterable[StoredMessage] = ()
+    ) -> None:
         self.model = model
         self.turns: list[Turn] = list(turns)
+        self.stored: tuple[StoredMessage, ...] = tuple(stored)
+        """The stored turns it was read from, set-aside branches' among them included."""
 
     @classmethod
     def from_stored(cls, stored: Iterable[StoredMessage], model: str) -> History:
         """The history of stored turns (oldest first) as ``model`` takes them; stored
-        alternative answers (see :mod:`bot.features.chat.alternatives`) and replaced ones
-        (:mod:`bot.features.chat.regenerate`) are not part of it."""
-        kept = (m for m in stored if not is_alternative(m) and m.state != "replaced")
-        return cls(model, (stored_turn(message, model) for message in kept))
+        alternative answers (see :mod:`bot.features.chat.alternatives`), replaced ones
+        (:mod:`bot.features.chat.regenerate`) and those of set-aside branches are not part of
+        it."""
+        stored = tuple(stored)
+        kept = (
+            m
+            for m in stored
+            if m.branch is None and not is_alternative(m) and m.state != "replaced"
+        )
+        return cls(model, (stored_turn(message, model) for message in kept), stored)
 
     def add(self, message: Mapping[str, Any]) -> Turn:
         """Append a new turn (tokenized now) and return it."""
@@ -174,8 +184,11 @@ class History:
 async def load_history(
     store: ConversationStore, conversation_id: int, model: str, max_tokens: int
 ) -> History:
-    """The newest stored turns that can fit ``max_tokens`` tokens (see the module docstring)."""
-    stored = await store.conversation_tail(conversation_id, max_tokens=max(max_tokens, 0))
+    """The newest stored turns that can fit ``max_tokens`` tokens (see the module docstring),
+    read with the set-aside branches' turns among them (:attr:`History.stored`)."""
+    stored = await store.conversation_tail(
+        conversation_id, max_tokens=max(max_tokens, 0), set_aside=True
+    )
     return History.from_stored(stored, model)
 
 

@@ -285,3 +285,23 @@ async def test_a_rating_shows_on_the_buttons_and_the_same_press_again_changes_no
         assert styles(answer)[1:] == [(GOOD_LABEL, "secondary"), (BAD_LABEL, "primary")]
         assert len(answer.history) == writes + 2
         assert good._value.get() == counted + 2
+
+
+async def test_after_a_switch_back_the_next_answer_takes_regenerate_off_the_newest_shown(
+    tmp_path: Path,
+) -> None:
+    async with chat_world(tmp_path) as world:
+        alice = world.actor()
+        first = await alice.say("echo: one")
+        one = answer_in(world, REGENERATE_LABEL)
+        await alice.edit(first, "echo: ONE")
+        edited = answer_in(world, REGENERATE_LABEL)
+        assert one is not None and edited is not None and edited is not one
+        [note] = [m for m in world.posted_in(DM) if m.text.startswith("✏️")]
+        await alice.press(note, "‹")
+        writes = len(one.history)
+        await alice.say("echo: two")
+        assert [b.label for b in edited.buttons] == [GOOD_LABEL, BAD_LABEL], (
+            "the answer shown last, now on a set-aside branch, loses 🔁"
+        )
+        assert len(one.history) == writes, "the live branch's older answer is not drawn again"
