@@ -1,6 +1,7 @@
 """End to end, an answer's controls on Discord: the real discord.py against the fake Discord, the
 real core on a tmp SQLite database and the simulator over HTTP. ⏹ Stop while the answer streams
-(the simulator sends nothing more, the message gets one more edit), then 🔁, 👍 and 👎."""
+(the simulator sends nothing more, the message gets one more edit), then 👍 and 👎, drawn chosen
+for the user the answer is for, and 🔁."""
 
 from __future__ import annotations
 
@@ -33,6 +34,11 @@ def labels(message: FakeMessage) -> list[str]:
     return [str(button.get("label")) for button in message.buttons]
 
 
+def chosen(message: FakeMessage) -> list[str]:
+    """The labels of the buttons drawn chosen (Discord's primary style)."""
+    return [str(button.get("label")) for button in message.buttons if button.get("style") == 1]
+
+
 async def test_stop_regenerate_and_feedback_on_discord(harness: Harness, tmp_path: Path) -> None:
     fake = harness.fake
     alice = fake.user("alice")
@@ -60,20 +66,24 @@ async def test_stop_regenerate_and_feedback_on_discord(harness: Harness, tmp_pat
         assert sim.state.stream_bytes[-1] - pressed_at <= ONE_EVENT
         assert "fox149" not in stopped.content
 
+        rated = len(stopped.history)
         await fake.press(alice, stopped, "👍")
-        await fake.wait_for(
-            lambda: any("Thanks" in text for text in ephemeral_texts(fake, alice)) or None,
-            10.0,
-            "the thanks",
-        )
+        await fake.wait_for(lambda: chosen(stopped) == ["👍"] or None, 10.0, "👍 chosen")
+        assert labels(stopped) == ["🔁", "👍", "👎"]
         rows = await bot.store.db.fetch_all("SELECT platform, rating FROM chat_feedback")
         assert [(row["platform"], row["rating"]) for row in rows] == [("discord", 1)]
+        await fake.press(alice, stopped, "👍")
+        await fake.press(alice, stopped, "👎")
+        await fake.wait_for(lambda: chosen(stopped) == ["👎"] or None, 10.0, "👎 chosen")
+        assert len(stopped.history) == rated + 2, "the same 👍 again drew nothing"
+        assert ephemeral_texts(fake, alice) == [], "the answer's user is answered by the buttons"
 
         await fake.press(alice, stopped, "🔁")
         await fake.wait_for(
             lambda: "replaced by a newer answer" in stopped.content or None, 10.0, "replaced"
         )
         assert stopped.buttons == []
+        assert len(stopped.history) == rated + 3, "nothing more drew the rated answer"
         again = await fake.wait_for(
             lambda: newest(
                 fake.bot_messages(dm.id), lambda m: m.id != stopped.id and "⏹ Stop" in labels(m)
