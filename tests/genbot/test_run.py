@@ -5,6 +5,7 @@ for serving, and its files are private."""
 
 from __future__ import annotations
 
+import asyncio
 import signal
 import sqlite3
 import stat
@@ -51,6 +52,7 @@ async def test_run_serves_the_playground_on_the_configured_port_until_sigterm(
                 echo_id = await user.command("/imagine a harbour at night")
                 grid = await view.until(lambda: view.with_buttons(echo_id, "U1"), timeout=20)
                 assert labels(grid)[1][:4] == ["V1", "V2", "V3", "V4"]
+            await _posted(database)
 
             assert await run.stop(signal.SIGTERM) == 0, run.errors()
             assert run.printed[-1] == "genbot stopped"
@@ -76,3 +78,15 @@ async def test_run_with_nothing_configured_says_what_to_set(tmp_path: Path) -> N
             "nothing to run: set [discord] token, [slack] bot_token (or client_id and "
             "client_secret) or [web] enabled"
         ) in run.errors()
+
+
+async def _posted(database: Path) -> None:
+    """Wait (bounded) until the one job is stored ``posted``: the grid reaches the page before
+    its job's move from ``posting`` is committed, and a stop in between leaves it ``posting``
+    for the next start to confirm."""
+    async with asyncio.timeout(10):
+        while True:
+            with sqlite3.connect(database) as db:
+                if db.execute("SELECT status FROM jobs").fetchall() == [("posted",)]:
+                    return
+            await asyncio.sleep(0.05)
