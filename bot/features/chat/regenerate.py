@@ -16,6 +16,7 @@ from storage import ChatMessage, Conversation, ConversationStore
 
 REPLACED_NOTE = N_("_(replaced by a newer answer)_")
 ONLY_THE_NEWEST = N_("Only the newest answer of a conversation can be regenerated.")
+ALREADY_REGENERATED = N_("This answer was already regenerated: the new one is below.")
 
 
 async def replace_answer(
@@ -27,11 +28,15 @@ async def replace_answer(
 ) -> None:
     """Mark ``turn`` (the newest answer) and what came with it replaced, and say so on the
     pressed message; :class:`UserError` when ``turn`` is not the newest answer or not the
-    presser's."""
+    presser's, or was replaced since it was read (🔁 pressed twice at once: the presses wait
+    for the conversation's lock in turn, and only the first regenerates)."""
     check_answer_for(event, turn)
+    current = await store.get_turn(conversation.id, turn.id)
+    if current is None or current.state == "replaced":
+        raise UserError(_(ALREADY_REGENERATED))
     newest = await store.conversation_tail(conversation.id, max_tokens=0)
     after = newest[1:] if newest and newest[0].role == "user" else []
-    if turn.state == "replaced" or turn.id not in {later.id for later in after}:
+    if turn.id not in {later.id for later in after}:
         raise UserError(_(ONLY_THE_NEWEST))
     max_text = outbox.profile(event.place.platform).max_text
     shown = f"{(turn.content or '').rstrip()}\n\n{_(REPLACED_NOTE)}".lstrip()

@@ -15,7 +15,7 @@ from bot.features.chat.controls import (
     REGENERATE_LABEL,
     STOP_LABEL,
 )
-from bot.features.chat.regenerate import ONLY_THE_NEWEST, REPLACED_NOTE
+from bot.features.chat.regenerate import ALREADY_REGENERATED, ONLY_THE_NEWEST, REPLACED_NOTE
 from bot.features.chat.renderer import STOPPED_NOTE
 from bot.kernel import STOP_ACTION, ButtonPress, User, metrics
 from simulator.chat import PIECE_DELAY_SECONDS
@@ -137,6 +137,28 @@ async def test_regenerate_replaces_the_answer_in_the_history_and_keeps_it_shown(
         )
         await world.core.handle(raced)
         assert world.platform.ephemerals[-1].text == ONLY_THE_NEWEST, "a press that raced it"
+
+
+async def test_regenerate_pressed_three_times_at_once_answers_once(tmp_path: Path) -> None:
+    async with chat_world(tmp_path) as world:
+        alice = world.actor()
+        await alice.say("echo: race base")
+        first = answer_in(world, REGENERATE_LABEL)
+        assert first is not None
+        calls = len(world.chat_bodies())
+
+        await asyncio.gather(*(alice.press(first, REGENERATE_LABEL) for _ in range(3)))
+
+        assert len(world.chat_bodies()) == calls + 1, "one new answer asked for"
+        assert world.platform.ephemerals_for(ALICE.id) == [ALREADY_REGENERATED] * 2
+        turns = await world.store.conversations.conversation_tail(1, max_tokens=10**9)
+        assert [(t.role, t.state) for t in turns] == [
+            ("user", None),
+            ("assistant", "replaced"),
+            ("assistant", None),
+        ]
+        live = [m for m in world.posted_in(DM) if any(b.label == GOOD_LABEL for b in m.buttons)]
+        assert len(live) == 1, "one answer with controls"
 
 
 async def test_regenerate_checks_the_message_against_the_rules_in_force_as_if_typed(
