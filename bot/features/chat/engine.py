@@ -109,6 +109,10 @@ from storage import (
 VISION_ACTION = "chat_vision"
 # Translators: a button switching a conversation to the model {model} (one that sees images).
 VISION_LABEL_TEXT = N_("Use {model}")
+EDIT_CONFLICT = N_(
+    "That message is no longer part of the conversation (another version of it was chosen"
+    " meanwhile); this edit was not answered."
+)
 VISION_LABEL = VISION_LABEL_TEXT.format(model=VISION_MODEL)
 """The button's label in English (the source language)."""
 ChatReferent = ConversationReferent | AlternativeReferent | TurnReferent
@@ -291,20 +295,18 @@ class ChatEngine:
         """The author edited a message that is a live turn of a conversation: the conversation
         branches there (:mod:`storage.queries.branches`) and the new text is answered. Other
         edits (a message genbot never took as a turn, an unchanged text, a turn of a branch set
-        aside) change nothing. Only the text is read again (attachments are not)."""
+        aside) change nothing. Only the text is read again (attachments are not). Edits of one
+        message are handled in turn, each from the version the one before made, so the last
+        text the message shows is what the conversation goes on from."""
         place = event.place
-        conversations = self.store.conversations
-        found = await conversations.find_conversation_by_message(
-            place.platform, place.channel_id, event.message_id
-        )
-        turn_id = await conversations.turn_of_message(
+        found = await self.store.conversations.find_conversation_by_message(
             place.platform, place.channel_id, event.message_id
         )
         branches = self.store.branches
-        if branches is None or found is None or turn_id is None or not text:
+        if branches is None or found is None or not text:
             return
-        turn = await conversations.get_turn(found.id, turn_id)
-        if turn is None or turn.role != "user" or turn.branch is not None or turn.content == text:
+        turn = await self._edited_turn(found.id, event)
+        if turn is None or turn.content == text:
             return
         if found.kind == "thread" and place.thread_id is None:
             place = place.in_thread(found.thread_key)
@@ -316,10 +318,15 @@ class ChatEngine:
             params = await self._params(event.user, place, found)
             self._check_fits_alone(params, text, [])
             async with self._turn(found.id):
+                turn = await self._edited_turn(found.id, event)
+                if turn is None:
+                    raise UserError(_(EDIT_CONFLICT))
+                if turn.content == text:
+                    return
                 message, _images = self._new_turn(params, text, [])
                 new_turn = await branches.edit(
                     found.id,
-                    turn_id,
+                    turn.id,
                     text,
                     token_count=counted(message).tokens,
                     platform_message_ids=(event.message_id,),
@@ -330,6 +337,19 @@ class ChatEngine:
                 await self._note_version(found.id, branches, new_turn, Target(found, place, event))
                 history = await self._history(found.id, params)
                 await self.answerer.answer(Target(found, place, event), event.user, params, history)
+
+    async def _edited_turn(self, conversation_id: int, event: UserMessage) -> ChatMessage | None:
+        """The live user turn ``event``'s message is now (an edit handled before this one
+        linked it to its own turn), or None."""
+        place = event.place
+        conversations = self.store.conversations
+        turn_id = await conversations.turn_of_message(
+            place.platform, place.channel_id, event.message_id
+        )
+        turn = None if turn_id is None else await conversations.get_turn(conversation_id, turn_id)
+        if turn is None or turn.role != "user" or turn.branch is not None:
+            return None
+        return turn
 
     async def _note_version(
         self, conversation_id: int, branches: ConversationBranches, turn: int, target: Target

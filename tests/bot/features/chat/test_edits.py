@@ -4,9 +4,11 @@ the note under the edit switch the live branch."""
 
 from __future__ import annotations
 
+import asyncio
 from pathlib import Path
 
-from tests.bot.features.chat.support import DM, chat_world
+from bot.features.chat.engine import EDIT_CONFLICT
+from tests.bot.features.chat.support import ALICE, DM, chat_world
 
 
 async def test_an_edit_branches_and_the_next_turn_continues_the_new_branch(
@@ -91,3 +93,49 @@ async def test_edits_that_are_not_turns_change_nothing(tmp_path: Path) -> None:
         await alice.edit(first, "echo: one")
         await alice.edit("u-unknown", "echo: who")
         assert len(world.chat_bodies()) == calls
+
+
+async def test_quick_edits_of_one_message_are_answered_in_turn_and_the_last_one_stays(
+    tmp_path: Path,
+) -> None:
+    async with chat_world(tmp_path) as world:
+        alice = world.actor()
+        base = await alice.say("echo: race base")
+
+        await asyncio.gather(*(alice.edit(base, f"echo: edit {n}") for n in range(3)))
+
+        assert world.platform.ephemerals_for(ALICE.id) == [], "no edit refused"
+        [fork] = await world.store.branches.forks(1)
+        assert (fork.live, len(fork.first_turns)) == (4, 4), "each edit a version"
+        sent = world.chat_bodies()[-1]["messages"]
+        assert [m["content"] for m in sent if m["role"] != "system"] == ["echo: edit 2"]
+        assert world.texts_in(DM)[-1] == "edit 2"
+        await alice.say("echo: after")
+        sent = world.chat_bodies()[-1]["messages"]
+        assert [m["content"] for m in sent if m["role"] != "system"] == [
+            "echo: edit 2",
+            "edit 2",
+            "echo: after",
+        ]
+
+
+async def test_an_edit_waiting_while_another_version_is_chosen_is_told_so(
+    tmp_path: Path,
+) -> None:
+    async with chat_world(tmp_path) as world:
+        alice = world.actor()
+        base = await alice.say("echo: one")
+        await alice.edit(base, "echo: two")
+        [fork] = await world.store.branches.forks(1)
+        lock = world.engine.turn_lock(1)
+        async with lock:
+            editing = asyncio.create_task(alice.edit(base, "echo: three"))
+            async with asyncio.timeout(10):
+                while not lock._waiters:  # noqa: ASYNC110 - an asyncio.Lock tells no event
+                    await asyncio.sleep(0.01)
+            assert await world.store.branches.switch(1, fork.fork_turn, 1)
+        await asyncio.wait_for(editing, 10)
+
+        assert world.platform.ephemerals_for(ALICE.id) == [EDIT_CONFLICT]
+        [fork] = await world.store.branches.forks(1)
+        assert (fork.live, len(fork.first_turns)) == (1, 2), "no version added"
