@@ -4,13 +4,15 @@ Every turn after the newest user turn (the answer, its function calls and their 
 alternatives) is marked ``replaced``: it stays stored and visible, and leaves the history
 (:class:`bot.features.chat.history.History`), so the new answer — rendered as any answer, with
 ``n`` > 1's alternatives — replaces it as what the model said. The pressed message (the old
-answer's last) loses its controls and says it was replaced.
+answer's last) loses its controls and says it was replaced: it keeps the text it showed
+(:func:`bot.features.chat.redraw.controls_message`), the note added when it fits.
 """
 
 from __future__ import annotations
 
 from bot.features.chat.controls import check_answer_for
-from bot.kernel import N_, ButtonPress, MessageRef, OutMessage, UserError, _, split_text
+from bot.features.chat.redraw import controls_message, shown_text
+from bot.kernel import N_, ButtonPress, MessageRef, OutMessage, UserError, _
 from bot.outbox import Edit, Outbox, WritePolicy
 from storage import ChatMessage, Conversation, ConversationStore
 
@@ -39,8 +41,11 @@ async def replace_answer(
     if turn.id not in {later.id for later in after}:
         raise UserError(_(ONLY_THE_NEWEST))
     max_text = outbox.profile(event.place.platform).max_text
-    shown = f"{(turn.content or '').rstrip()}\n\n{_(REPLACED_NOTE)}".lstrip()
-    last = split_text(shown, max_text)[-1]
+    position = next(index for index, later in enumerate(after) if later.id == turn.id)
+    drawn = controls_message(current, after[position + 1 :], max_text)
+    kept = shown_text(current) if drawn is None else drawn.text
+    noted = f"{kept}\n\n{_(REPLACED_NOTE)}"
+    last = noted if len(noted) <= max_text else kept
     pressed = MessageRef(event.place, event.message_id)
     await outbox.write(
         event.place, Edit(pressed, OutMessage(last, from_model=True)), WritePolicy.RAISE

@@ -161,6 +161,44 @@ async def test_regenerate_pressed_three_times_at_once_answers_once(tmp_path: Pat
         assert len(live) == 1, "one answer with controls"
 
 
+async def test_regenerate_keeps_what_the_last_message_of_a_long_answer_showed(
+    tmp_path: Path,
+) -> None:
+    words = " ".join(f"word{number}" for number in range(700))
+    async with chat_world(tmp_path) as world:
+        alice = world.actor()
+        await alice.say(f"echo: {words}")
+        parts = world.posted_in(DM)
+        assert len(parts) >= 3
+        shown = [part.text for part in parts]
+
+        await alice.press(parts[-1], REGENERATE_LABEL)
+
+        assert [part.text for part in parts[:-1]] == shown[:-1]
+        assert parts[-1].text == f"{shown[-1]}\n\n{REPLACED_NOTE}"
+
+
+async def test_regenerate_keeps_the_stopped_mark(tmp_path: Path) -> None:
+    async with chat_world(tmp_path, config=sim_config(time_scale=SLOW)) as world:
+        alice = world.actor()
+        asking = asyncio.create_task(alice.say(f"echo: {WORDS}"))
+
+        def streaming_now() -> PostedMessage | None:
+            message = answer_in(world, STOP_LABEL)
+            return message if message is not None and "fox3 " in message.text else None
+
+        streaming = await world.platform.wait_for(streaming_now, 20, "the answer streaming")
+        await alice.press(streaming, STOP_LABEL)
+        await asyncio.wait_for(asking, 10)
+        stopped = world.platform.messages[streaming.ref.message_id]
+        shown = stopped.text
+        assert shown.endswith(STOPPED_NOTE)
+
+        await alice.press(stopped, REGENERATE_LABEL)
+
+        assert stopped.text == f"{shown}\n\n{REPLACED_NOTE}"
+
+
 async def test_regenerate_checks_the_message_against_the_rules_in_force_as_if_typed(
     tmp_path: Path,
 ) -> None:
