@@ -20,7 +20,7 @@ from dataclasses import dataclass
 from datetime import UTC, date, datetime, timedelta
 from typing import Final
 
-from bot.kernel import N_, Event, OptionValue, UserError, _
+from bot.kernel import N_, Event, OptionValue, UserError, _, sentences
 from storage import JobFamily, JobSearch, JobType
 
 ARCHIVE_TYPES: Final[Mapping[str, tuple[tuple[JobType, ...], JobFamily | None]]] = {
@@ -69,7 +69,7 @@ def channel_of(value: str, here: str) -> str:
 
 def _day(text: str, last: bool) -> date:
     if not _DAY.match(text):
-        raise UserError(_("`{text}` is not a date.", text=text) + " " + _(DATE_HELP))
+        raise UserError(sentences(_("`{text}` is not a date.", text=text), _(DATE_HELP)))
     parts = [int(part) for part in text.split("-")]
     try:
         if len(parts) == 3:
@@ -79,7 +79,7 @@ def _day(text: str, last: bool) -> date:
             return date(parts[0], parts[1], days)
         return date(parts[0], 12, 31) if last else date(parts[0], 1, 1)
     except ValueError:
-        raise UserError(_("`{text}` is not a date.", text=text) + " " + _(DATE_HELP)) from None
+        raise UserError(sentences(_("`{text}` is not a date.", text=text), _(DATE_HELP))) from None
 
 
 def date_range(text: str, now: float) -> tuple[float, float]:
@@ -93,7 +93,7 @@ def date_range(text: str, now: float) -> tuple[float, float]:
     start = named.get(first) or _day(first, last=False)
     end = named.get(second or first) or _day(second or first, last=True)
     if sep and not second:
-        raise UserError(_("`{text}` is not a range.", text=text) + " " + _(DATE_HELP))
+        raise UserError(sentences(_("`{text}` is not a range.", text=text), _(DATE_HELP)))
     if end < start:
         raise UserError(_("`{text}` ends before it starts.", text=text))
 

@@ -8,7 +8,7 @@ from datetime import UTC, datetime
 import pytest
 
 from bot.features.archive.search import ArchiveQuery, date_range, words_of
-from bot.kernel import Command, Place, User, UserError, encode_custom_id
+from bot.kernel import Command, Place, User, UserError, encode_custom_id, speaking
 
 NOW = datetime(2026, 11, 29, 5, 30, tzinfo=UTC).timestamp()
 ALICE = User("alice")
@@ -88,6 +88,16 @@ def test_every_day_a_date_can_hold_is_a_search_the_last_one_included(
 def test_filters_genbot_cannot_use_are_refused_with_why(options: dict[str, str], told: str) -> None:
     with pytest.raises(UserError, match=told):
         asked(options)
+
+
+@pytest.mark.parametrize("language", ["ja", "zh-Hans"])
+def test_a_refused_date_is_told_without_a_space_after_a_full_width_stop(language: str) -> None:
+    """qa2 D12: the refusal and the help are two sentences; in Japanese and Chinese none is
+    written after 。 (an ASCII space was)."""
+    with speaking(language), pytest.raises(UserError) as refused:
+        asked({"date": "2026-13-01"})
+
+    assert "。" in str(refused.value) and "。 " not in str(refused.value)
 
 
 def test_a_query_is_the_users_and_its_ref_carries_it_whole() -> None:
