@@ -94,8 +94,10 @@ from bot.kernel.events import (
     UserMessage,
 )
 from bot.kernel.expansion import (
+    Expansion,
     Spliced,
     completions,
+    expansion,
     name_problem,
     name_the_saved,
     permutation_count,
@@ -300,6 +302,7 @@ __all__ = [
     "Event",
     "EventRouter",
     "EventSink",
+    "Expansion",
     "FindsKeyedPosts",
     "ForgetsUsers",
     "FormChecks",
@@ -391,6 +394,7 @@ __all__ = [
     "decode_custom_id",
     "draw_mentions",
     "encode_custom_id",
+    "expansion",
     "file_options",
     "format_bytes",
     "format_clock",

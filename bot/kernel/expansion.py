@@ -8,7 +8,7 @@ refused like any typed option (and named: :func:`name_the_saved`). A ``--word`` 
 an option of the command, nor a Midjourney parameter (:data:`PROMPT_PARAMETERS`), nor a saved
 option is refused with the names the user has. Then ``{red, blue} fox`` expands into one prompt
 per combination (:func:`permutations`; groups multiply, nest, and ``\\,`` is a literal comma),
-capped. None of this reaches the provider: it is genbot's own syntax
+each distinct prompt once, capped. None of this reaches the provider: it is genbot's own syntax
 (docs/provider.md#prompt-syntax).
 """
 
@@ -209,6 +209,15 @@ def name_the_saved(error: CommandError, used: Sequence[tuple[str, str]]) -> Comm
 
 
 @dataclass(frozen=True)
+class Expansion:
+    """What a prompt expands into (:func:`expansion`): ``prompts`` in order, each repeated as
+    asked, and how many combinations were ``dropped`` as duplicates of an earlier one."""
+
+    prompts: tuple[str, ...]
+    dropped: int = 0
+
+
+@dataclass(frozen=True)
 class _Alternatives:
     choices: tuple[tuple[_Part, ...], ...]
 
@@ -278,17 +287,27 @@ def permutation_count(prompt: str) -> int:
 
 
 def permutations(prompt: str, cap: int, repeat: int = 1) -> list[str]:
-    """The prompts ``prompt`` expands into, each ``repeat`` times in a row (``{red, blue} fox``
-    → ``red fox``, ``blue fox``); :class:`CommandError` explaining the cap when they are more
-    than ``cap``, or naming a brace out of place."""
+    """The distinct prompts ``prompt`` expands into, each ``repeat`` times in a row
+    (``{red, blue} fox`` → ``red fox``, ``blue fox``): :func:`expansion`'s prompts."""
+    return list(expansion(prompt, cap, repeat).prompts)
+
+
+def expansion(prompt: str, cap: int, repeat: int = 1) -> Expansion:
+    """The prompts ``prompt`` expands into, each ``repeat`` times in a row; combinations that
+    read the same once their spaces are normalised (``{, } cat``, ``{a, a}``) are kept once, the
+    first time, and counted in ``dropped``. :class:`CommandError` explaining the cap when the
+    combinations (before the duplicates are dropped) times ``repeat`` are more than ``cap``, or
+    naming a brace out of place."""
     count = permutation_count(prompt)
     total = count * repeat
     if total > cap:
         raise CommandError(_too_many(total, count, repeat, cap))
     if count == 1 and not any(char in prompt for char in "{}\\"):
-        return [prompt] * repeat
+        return Expansion((prompt,) * repeat)
     (parts,), __ = _parse(prompt, 0, False)
-    return [" ".join(text.split()) for text in _expand(parts) for __ in range(repeat)]
+    distinct = dict.fromkeys(" ".join(text.split()) for text in _expand(parts))
+    prompts = tuple(text for text in distinct for __ in range(repeat))
+    return Expansion(prompts, count - len(distinct))
 
 
 def _too_many(total: int, count: int, repeat: int, cap: int) -> str:

@@ -58,9 +58,9 @@ from bot.kernel import (
     SurfaceError,
     UserError,
     _,
+    expansion,
     named,
     ngettext,
-    permutations,
     sentences,
     take_repeat,
 )
@@ -128,18 +128,20 @@ class Batches:
             raise UserError(_("--repeat was given twice (in the prompt and as an option)."))
         repeat = written or int(options.get("repeat") or 1)
         single = {name: value for name, value in options.items() if name != "repeat"}
-        prompts = permutations(prompt, self._limits.max_jobs_per_command, repeat)
+        expanded = expansion(prompt, self._limits.max_jobs_per_command, repeat)
+        prompts, dropped = expanded.prompts, expanded.dropped
         jobs = [{**single, "prompt": prompt} for prompt in prompts]
-        if len(jobs) == 1 and not self._may_cost_over(self._limits.confirm_above_credits):
+        alone = len(jobs) == 1 and not dropped
+        if alone and not self._may_cost_over(self._limits.confirm_above_credits):
             await self._images.on_command(event, jobs[0])
             return
         mode = await self._mode(event, single)
-        if not self.previews(len(jobs), mode):
+        if not dropped and not self.previews(len(jobs), mode):
             await self._images.on_command(event, jobs[0])
             return
         self._refuse_without_privates(event)
         attachments = await self.hosted(event)
-        await self.preview(event, prompts, mode, {"jobs": jobs}, attachments)
+        await self.preview(event, prompts, mode, {"jobs": jobs}, attachments, dropped=dropped)
 
     def previews(self, count: int, mode: str) -> bool:
         """Whether ``count`` imagines in ``mode`` are shown in a preview first: several, or
@@ -154,14 +156,17 @@ class Batches:
         mode: str | None,
         command: Mapping[str, Any],
         attachments: Mapping[str, Attachment] | None = None,
+        *,
+        dropped: int = 0,
     ) -> None:
         """Store the batch of ``prompts`` (``command``: what its queue's start reads, with
         ``"jobs"``, the options of each) and show ``event``'s user its preview, with Run and
-        Cancel; ``mode`` (None: the user's default) prices them."""
+        Cancel; ``mode`` (None: the user's default) prices them; ``dropped``: how many
+        combinations the preview says were left out as duplicates."""
         self._refuse_without_privates(event)
         mode = mode or await self._images.mode_for(event) or "relax"
         each, recorded = self._estimates.credits(f"task:imagine:{mode}")
-        text = await self._preview_text(event, prompts, mode, each, recorded)
+        text = await self._preview_text(event, prompts, mode, each, recorded, dropped)
         batch = new_batch(
             event,
             attachments or {},
@@ -228,7 +233,13 @@ class Batches:
         return max(0, refusal.allowed - running)
 
     async def _preview_text(
-        self, event: Event, prompts: Sequence[str], mode: str, each: int, recorded: bool
+        self,
+        event: Event,
+        prompts: Sequence[str],
+        mode: str,
+        each: int,
+        recorded: bool,
+        dropped: int,
     ) -> str:
         count = len(prompts)
         total = each * count
@@ -260,6 +271,16 @@ class Batches:
         lines += [f"{n}. {prompt}" for n, prompt in enumerate(prompts[:SHOWN_PROMPTS], 1)]
         if count > SHOWN_PROMPTS:
             lines.append(ngettext("… and {n} more", "… and {n} more", count - SHOWN_PROMPTS))
+        if dropped:
+            lines.append(
+                ngettext(
+                    "{n} duplicate left out: a combination of the {{…}} choices gave the "
+                    "same prompt as one above.",
+                    "{n} duplicates left out: combinations of the {{…}} choices gave the "
+                    "same prompt as one above.",
+                    dropped,
+                )
+            )
         lines.append(await self._budget_line(event, total))
         free = await self._free(event, count)
         if free is not None and free < count:

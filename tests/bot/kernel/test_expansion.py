@@ -7,7 +7,9 @@ import pytest
 
 from bot.kernel import (
     CommandError,
+    Expansion,
     command,
+    expansion,
     name_problem,
     name_the_saved,
     permutation_count,
@@ -107,6 +109,16 @@ def test_permutations_multiply_nest_and_repeat() -> None:
     assert permutations(r"a {x\, y, z}", 10) == ["a x, y", "a z"]
     assert permutations("a fox", 10, repeat=3) == ["a fox"] * 3
     assert permutation_count("{a, b} {c, d, e} {f, g}") == 12
+
+
+def test_combinations_that_read_the_same_are_kept_once() -> None:
+    assert expansion("{,,,,} cat", 10) == Expansion(("cat",), dropped=4)
+    assert expansion("{a,a} {b,b}", 10) == Expansion(("a b",), dropped=3)
+    assert expansion("{a, {a, b}} {x, x}", 10) == Expansion(("a x", "b x"), dropped=4)
+    assert expansion("{big  cat, big cat , dog}", 10) == Expansion(("big cat", "dog"), dropped=1)
+    assert expansion("{a, a} fox", 10, repeat=2) == Expansion(("a fox", "a fox"), dropped=1)
+    assert expansion("{a, A} fox", 10) == Expansion(("a fox", "A fox"))
+    assert permutations("{,,,,} cat", 10) == ["cat"]
 
 
 def test_permutations_past_the_cap_are_refused_explaining_it() -> None:

@@ -230,6 +230,24 @@ async def test_one_job_waiting_is_told_in_the_singular(tmp_path: Path) -> None:
         ]
 
 
+async def test_combinations_giving_one_prompt_are_previewed_and_run_once(tmp_path: Path) -> None:
+    platform = PrivatePlatform()
+    async with (
+        serve(sim_config(time_scale=0.003)) as sim,
+        running_genbot(sim, tmp_path / "genbot.db", platform=platform) as bot,
+    ):
+        actor = Actor(bot.core, platform, ALICE, CHANNEL)
+        await actor.command("imagine", "{,,,,} cat")
+        [preview] = platform.privates
+        assert preview.text.startswith("**1 job** of `/imagine` (relax) — estimated **4 credits**")
+        assert "\n1. cat\n4 duplicates left out: combinations of the {…} choices" in preview.text
+        await actor.command("imagine", "{a, a} {b , b } {x, y}")
+        assert "**2 jobs**" in platform.privates[-1].text
+        assert "\n1. a b x\n2. a b y\n6 duplicates left out" in platform.privates[-1].text
+        await run_pressed(bot, platform, "Run", preview)
+        assert imagined(sim) == ["cat"] and len(await jobs_of(bot)) == 1
+
+
 async def test_run_checks_the_prompts_against_the_rules_in_force_as_it_is_pressed(
     tmp_path: Path,
 ) -> None:
