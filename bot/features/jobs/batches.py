@@ -294,7 +294,7 @@ class Batches:
                 "The other {n} wait in the queue and start as your jobs finish.",
                 count - free,
             )
-            lines.append(f"{capped} {queued}")
+            lines.append(sentences(capped, queued))
         minutes = round(PREVIEW_SECONDS / 60)
         lines.append(
             _(

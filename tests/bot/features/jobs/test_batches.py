@@ -248,6 +248,19 @@ async def test_combinations_giving_one_prompt_are_previewed_and_run_once(tmp_pat
         assert imagined(sim) == ["cat"] and len(await jobs_of(bot)) == 1
 
 
+async def test_the_cap_and_the_queue_are_one_paragraph_in_japanese(tmp_path: Path) -> None:
+    platform = PrivatePlatform()
+    async with (
+        serve(sim_config(time_scale=0.003)) as sim,
+        running_genbot(sim, tmp_path / "genbot.db", platform=platform) as bot,
+    ):
+        japanese = Actor(bot.core, platform, ALICE, CHANNEL, locale="ja-JP")
+        await japanese.command("imagine", "{a, b, c, d} owl")
+        [preview] = platform.privates
+        assert "3 件はすぐに開始します。残りの 1 件はキューで待機し" in preview.text
+        assert "。 " not in preview.text
+
+
 async def test_run_checks_the_prompts_against_the_rules_in_force_as_it_is_pressed(
     tmp_path: Path,
 ) -> None:
