@@ -15,7 +15,7 @@ from datetime import UTC, datetime
 from typing import Any, Final
 
 from bot.features.archive.info import model_and_seed, shown_parameters
-from bot.kernel import MediaError, MediaFetcher, _, ngettext
+from bot.kernel import MediaError, MediaFetcher, _, ngettext, sentences
 from storage import Job, JobArchive, JobSearch
 
 MOST_JOBS: Final = 200
@@ -49,26 +49,28 @@ class Export:
     def summary(self) -> str:
         """What the export holds and left out, in a sentence or two."""
         # Translators: {jobs} is "1 job" / "3 jobs", {images} "1 image" / "3 images".
-        text = _(
+        held = _(
             "{jobs}, {images}, with manifest.json.",
             jobs=ngettext("{n} job", "{n} jobs", self.jobs),
             images=ngettext("{n} image", "{n} images", self.images),
         )
+        older = ""
         if self.older:
-            text += " " + ngettext(
+            older = ngettext(
                 "Only the newest {n} job is in it: narrow the search (`--date`, `--type`, words) "
                 "for older ones.",
                 "Only the newest {n} jobs are in it: narrow the search (`--date`, `--type`, "
                 "words) for older ones.",
                 self.most_jobs,
             )
+        left_out = ""
         if self.left_out:
             reasons: dict[str, int] = {}
             for _job, why in self.left_out:
                 reasons[why] = reasons.get(why, 0) + 1
             shown = "; ".join(_left_out(why, count) for why, count in reasons.items())
-            text += " " + _("Left out (listed in the manifest): {reasons}.", reasons=shown)
-        return text
+            left_out = _("Left out (listed in the manifest): {reasons}.", reasons=shown)
+        return sentences(held, older, left_out)
 
 
 def _left_out(why: str, count: int) -> str:

@@ -15,7 +15,8 @@ import pytest
 from aiohttp import web
 
 from bot.features.archive import ArchiveExport
-from bot.kernel import MediaFetcher
+from bot.features.archive.export import NOT_DOWNLOADED, Export
+from bot.kernel import MediaFetcher, speaking
 from storage import JobSearch, SqliteStore
 from tests.adapters.web.fakes import png
 from tests.storage.conftest import ManualClock, new_job
@@ -83,3 +84,11 @@ async def test_the_newest_jobs_within_the_size_and_what_was_left_out(
     summary = export.summary()
     assert "Only the newest 3 jobs" in summary
     assert "1 image past the size limit; 1 image that could not be downloaded" in summary
+
+
+@pytest.mark.parametrize("language", ["ja", "zh-Hans"])
+def test_the_summary_writes_no_space_after_a_full_width_stop(language: str) -> None:
+    export = Export(b"", jobs=3, images=1, left_out=[("j1", NOT_DOWNLOADED)], older=True)
+    with speaking(language):
+        summary = export.summary()
+    assert summary.count("。") == 3 and "。 " not in summary
