@@ -36,9 +36,11 @@ Address = Annotated[str, AfterValidator(no_credentials)]
 
 
 class Section(BaseModel):
-    """Base of every settings section: unknown keys are errors, so typos are caught."""
+    """Base of every settings section: unknown keys are errors, so typos are caught; ``inf``
+    and ``nan`` are refused for every number (a timeout or an interval that never ends, or
+    compares false with everything)."""
 
-    model_config = ConfigDict(extra="forbid")
+    model_config = ConfigDict(extra="forbid", allow_inf_nan=False)
 
 
 class KeySettings(Section):
