@@ -28,7 +28,7 @@ from pydantic_settings import (
     TomlConfigSettingsSource,
 )
 
-from bot.api import MAX_STOP_SEQUENCES
+from bot.api import CHAT_MODELS, MAX_STOP_SEQUENCES
 from bot.api.settings import Address as Address
 from bot.api.settings import ApiSettings as ApiSettings
 from bot.api.settings import Plan as Plan
@@ -38,13 +38,39 @@ from bot.api.settings import no_credentials as no_credentials
 TokenId = Annotated[str, Field(pattern=r"^[0-9]+$")]
 
 
+def _chat_model(model: str) -> str:
+    if model not in CHAT_MODELS:
+        raise PydanticCustomError(
+            "chat_model",
+            "Input should be a chat model genbot knows: {models}",
+            {"models": ", ".join(CHAT_MODELS)},
+        )
+    return model
+
+
+def _chat_model_or_empty(model: str) -> str:
+    if model and model not in CHAT_MODELS:
+        raise PydanticCustomError(
+            "chat_model",
+            "Input should be empty (to use [chat] model) or a chat model genbot knows: {models}",
+            {"models": ", ".join(CHAT_MODELS)},
+        )
+    return model
+
+
+ChatModel = Annotated[str, AfterValidator(_chat_model)]
+"""A chat model id the provider documents (:data:`bot.api.CHAT_MODELS`)."""
+ChatModelOrEmpty = Annotated[str, AfterValidator(_chat_model_or_empty)]
+"""A chat model id, or empty for ``[chat] model``."""
+
+
 class ChatSettings(Section):
     """``[chat]``: defaults for every chat request (users override model, temperature and the
     channel's system prompt with ``/settings``; ``/chat`` options override per conversation).
     The sampling parameters, ``stop``, ``max_tokens`` and ``logit_bias`` are refused at load
     outside the ranges every request is held to (docs/provider.md#numeric-rules)."""
 
-    model: str = "llm-3.5-turbo"
+    model: ChatModel = "llm-3.5-turbo"
     system_prompt: str = ""
     temperature: float | None = Field(default=None, ge=0, le=2)
     top_p: float | None = Field(default=None, ge=0, le=1)
@@ -239,7 +265,7 @@ class ModerationSettings(Section):
     )
     ban_minutes: list[Annotated[int, Field(ge=0)]] = Field(default_factory=lambda: [60, 120, 600])
     model_check: bool = False
-    model_check_model: str = ""
+    model_check_model: ChatModelOrEmpty = ""
     model_check_seconds: float = Field(default=5.0, gt=0, le=60)
     model_check_fails: Literal["closed", "open"] = "closed"
 
@@ -258,9 +284,19 @@ class PromptsSettings(Section):
     """
 
     translate: Literal["off", "auto", "ask"] = "off"
-    translate_model: str = ""
+    translate_model: ChatModelOrEmpty = ""
     translate_seconds: float = Field(default=10.0, gt=0, le=60)
 
+
+def _tier_model(model: str) -> str:
+    if model.startswith("llm-"):
+        return _chat_model(model)
+    return model
+
+
+TierModel = Annotated[str, AfterValidator(_tier_model)]
+"""A tier's model: a chat model genbot knows (any ``llm-…``), else a diffusion checkpoint (any
+id: users may ask for one ``[api] diffusion_models`` does not offer)."""
 
 MEMBER_PATTERN = r"^[a-z]+:\S+$"
 Member = Annotated[str, Field(pattern=MEMBER_PATTERN)]
@@ -283,7 +319,7 @@ class TierSettings(Section):
     daily_chat_tokens: int = Field(default=0, ge=0)
     concurrent_jobs: int = Field(default=0, ge=0)
     modes: list[ProcessMode] = Field(default_factory=list)
-    models: list[str] = Field(default_factory=list)
+    models: list[TierModel] = Field(default_factory=list)
     refill: Literal["daily", "hourly"] = "daily"
     roles: list[Member] = Field(default_factory=list)
     users: list[Member] = Field(default_factory=list)

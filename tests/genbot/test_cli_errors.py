@@ -320,6 +320,23 @@ def test_a_negative_cap_or_budget_is_refused_naming_each(tmp_path: Path, command
 
 
 @pytest.mark.parametrize("command", ["run", "doctor"])
+def test_an_unknown_chat_model_or_an_endless_timeout_is_refused(
+    tmp_path: Path, command: str
+) -> None:
+    toml = '[chat]\nmodel = "llm-5"\n[limits]\npoll_interval_max = inf\n[api]\nread_timeout = nan\n'
+    result = invoke_with(toml, command, tmp_path)
+    assert result.exit_code == 1
+    assert error_lines(result) == [
+        "Error: invalid configuration: "
+        "[api] read_timeout: Input should be a finite number; "
+        "[chat] model: Input should be a chat model genbot knows: llm-3.5-turbo, "
+        "llm-3.5-turbo-0301, llm-3.5-turbo-0613, llm-3.5-turbo-16k, llm-3.5-turbo-16k-0613, "
+        "llm-3.5-turbo-1106, llm-4, llm-4-0613, llm-4-1106-preview, llm-4-vision-preview; "
+        "[limits] poll_interval_max: Input should be a finite number"
+    ]
+
+
+@pytest.mark.parametrize("command", ["run", "doctor"])
 def test_a_configured_pattern_re2_does_not_run_is_refused_as_written(
     tmp_path: Path, command: str
 ) -> None:

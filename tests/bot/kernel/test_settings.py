@@ -1,5 +1,6 @@
 """The core's settings refuse, at load, a number that would quietly mean something else (a
-negative cap read as "no cap") or that every request would be refused for."""
+negative cap read as "no cap", a timeout of ``inf``) or that every request would be refused for,
+and a chat model the provider does not have."""
 
 from __future__ import annotations
 
@@ -8,7 +9,16 @@ from typing import Any
 import pytest
 from pydantic import ValidationError
 
-from bot.kernel import ApiSettings, ChatSettings, LimitsSettings
+from bot.kernel import (
+    ApiSettings,
+    ChatSettings,
+    LimitsSettings,
+    ModerationSettings,
+    PromptsSettings,
+    QuotasSettings,
+    TierSettings,
+)
+from bot.kernel.settings import RuntimeSettings
 
 
 def refused(section: type[Any], **values: Any) -> list[tuple[tuple[int | str, ...], str]]:
@@ -79,3 +89,61 @@ def test_the_chat_defaults_keep_the_rules_every_request_is_held_to() -> None:
         answer_reserve=1, max_function_rounds=0,
     )  # fmt: skip
     assert chat.logit_bias == {"50256": -100, "1734": 100}
+
+
+@pytest.mark.parametrize("value", ["inf", "-inf", "nan", float("inf"), float("nan")])
+@pytest.mark.parametrize(
+    ("section", "key"),
+    [
+        (LimitsSettings, "poll_interval_min"),
+        (LimitsSettings, "poll_interval_max"),
+        (LimitsSettings, "job_timeout_seconds"),
+        (LimitsSettings, "progress_tick_seconds"),
+        (ApiSettings, "connect_timeout"),
+        (ApiSettings, "read_timeout"),
+        (ApiSettings, "stream_idle_timeout"),
+        (ApiSettings, "rate_limit_max_wait"),
+        (ApiSettings, "key_out_seconds"),
+        (RuntimeSettings, "drain_seconds"),
+        (ChatSettings, "temperature"),
+    ],
+)
+def test_a_number_that_is_not_finite_is_refused(
+    section: type[Any], key: str, value: str | float
+) -> None:
+    assert refused(section, **{key: value}) == [((key,), "Input should be a finite number")]
+
+
+def test_a_bias_that_is_not_finite_is_refused() -> None:
+    assert refused(ChatSettings, logit_bias={"50256": "nan"}) == [
+        (("logit_bias", "50256"), "Input should be a finite number")
+    ]
+
+
+def test_a_chat_model_is_one_the_provider_has() -> None:
+    [(where, why)] = refused(ChatSettings, model="llm-5")
+    assert where == ("model",)
+    assert why.startswith("Input should be a chat model genbot knows: llm-3.5-turbo, ")
+    assert why.endswith(", llm-4-vision-preview")
+    assert ChatSettings(model="llm-4-1106-preview").model == "llm-4-1106-preview"
+
+
+@pytest.mark.parametrize(
+    ("section", "key"),
+    [(ModerationSettings, "model_check_model"), (PromptsSettings, "translate_model")],
+)
+def test_a_model_for_checks_is_empty_or_a_chat_model(section: type[Any], key: str) -> None:
+    [(where, why)] = refused(section, **{key: "gpt-4"})
+    assert where == (key,)
+    assert why.startswith("Input should be empty (to use [chat] model) or a chat model")
+    assert getattr(section.model_validate({key: ""}), key) == ""
+    assert getattr(section.model_validate({key: "llm-4"}), key) == "llm-4"
+
+
+def test_a_tiers_llm_model_is_a_chat_model_and_any_other_a_checkpoint() -> None:
+    tiers = [{"name": "patrons", "models": ["llm-4", "llm-4-turbo", "sd-xl-1.0"]}]
+    [(where, why)] = refused(QuotasSettings, tiers=tiers)
+    assert where == ("tiers", 0, "models", 1)
+    assert why.startswith("Input should be a chat model genbot knows: ")
+    tier = TierSettings(name="t", models=["llm-3.5-turbo", "sd-xl-1.0", "anything"])
+    assert tier.models == ["llm-3.5-turbo", "sd-xl-1.0", "anything"]
