@@ -1,6 +1,6 @@
 """Alternative answers (``n`` > 1): shown under the reply, and picked to continue from.
 
-When a channel asks for several answers per message (``/settings scope channel n 3``), the first
+When a channel asks for several answers per message (``/settings --scope channel --n 3``), the first
 is rendered as the reply and stored as the conversation's assistant turn, as usual. Every answer
 is also stored as a turn of its own named ``alternative`` with no tokens: such turns stay out of
 every request (:class:`bot.features.chat.history.History`) and out of the history count. A message
