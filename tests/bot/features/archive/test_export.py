@@ -91,4 +91,4 @@ def test_the_summary_writes_no_space_after_a_full_width_stop(language: str) -> N
     export = Export(b"", jobs=3, images=1, left_out=[("j1", NOT_DOWNLOADED)], older=True)
     with speaking(language):
         summary = export.summary()
-    assert summary.count("。") == 3 and "。 " not in summary
+    assert summary.count("。") >= 3 and "。 " not in summary
