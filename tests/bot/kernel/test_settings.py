@@ -14,11 +14,11 @@ from bot.kernel import (
     ChatSettings,
     LimitsSettings,
     ModerationSettings,
+    OpsSettings,
     PromptsSettings,
     QuotasSettings,
     TierSettings,
 )
-from bot.kernel.settings import RuntimeSettings
 
 
 def refused(section: type[Any], **values: Any) -> list[tuple[tuple[int | str, ...], str]]:
@@ -104,7 +104,7 @@ def test_the_chat_defaults_keep_the_rules_every_request_is_held_to() -> None:
         (ApiSettings, "stream_idle_timeout"),
         (ApiSettings, "rate_limit_max_wait"),
         (ApiSettings, "key_out_seconds"),
-        (RuntimeSettings, "drain_seconds"),
+        (OpsSettings, "probe_interval_seconds"),
         (ChatSettings, "temperature"),
     ],
 )
