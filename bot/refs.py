@@ -15,8 +15,10 @@ workspace, and only for the place or the user the thing belongs to:
 - a **page** of the archive (``Older ▶``): its ref is the last job of the page before (a
   job, as above) and the search after :data:`PREVIEW_SEPARATOR`; what it finds is scoped to
   the presser by the archive itself;
-- a job to **show** (``/show <job id>``, :meth:`Refs.job_to_show`): as a job, except that in
-  the job's own channel anyone may show it (its result is in view there already);
+- a job to **show** (``/show <job id>``, :meth:`Refs.job_to_show`): as a job, except that only
+  its requester and admins may show it, open channel or not: anyone else is told there is no
+  such job, or in the job's own channel (where its result is in view already) that only its
+  requester may show it (:data:`NOT_YOURS_TO_SHOW`);
 - a job a **link** names (the playground gallery's images and forms, :meth:`Refs.job_to_see`):
   as a job;
 - a job the **admin page** names (its queue's Cancel, :meth:`Refs.job_in_workspace`): as a job,
@@ -39,7 +41,8 @@ workspace, and only for the place or the user the thing belongs to:
 Refusals never say whether the thing exists elsewhere: anyone but its requester pressing outside a
 job's own channel (another channel, someone else's DM — on Discord every DM is in one
 workspace) is told there is no such job (:data:`NO_JOB`); only in the job's channel, where its
-message is in view, are they told that it is not theirs (:data:`NOT_YOURS`).
+message is in view, are they told that it is not theirs (:data:`NOT_YOURS`,
+:data:`NOT_YOURS_TO_SHOW`).
 """
 
 from __future__ import annotations
@@ -69,6 +72,7 @@ NOT_YOURS = N_(
     "Only the person who started this job can use its buttons here "
     "(this channel is not open to everyone)."
 )
+NOT_YOURS_TO_SHOW = N_("Only the person who started this job can show it again.")
 NO_CONVERSATION = N_("This conversation no longer exists.")
 NO_BATCH = N_("genbot has no record of these jobs any more: run the command again.")
 NOT_A_SCOPE = N_("This settings button is no longer supported.")
@@ -82,6 +86,7 @@ REFUSALS = frozenset(
     {
         NO_JOB,
         NOT_YOURS,
+        NOT_YOURS_TO_SHOW,
         NO_CONVERSATION,
         NO_BATCH,
         NOT_A_SCOPE,
@@ -308,7 +313,7 @@ class Refs:
     async def job_to_show(self, event: Command, job_id: str) -> Job:
         """The job ``/show`` names, for ``event``'s user where they are (see the module
         docstring); :class:`RefRefused` when they may not show it."""
-        return await self._job(event, job_id, viewing=True)
+        return await self._job(event, job_id, showing=True)
 
     async def job_to_see(self, event: Event, job_id: str) -> Job:
         """The job a link names (the playground gallery's images and its "Use as init" form),
@@ -323,9 +328,9 @@ class Refs:
         :class:`RefRefused` when they may not act on it."""
         return await self._job_for(user, place, job_id)
 
-    async def _job(self, event: Event, job_id: str, *, viewing: bool = False) -> Job:
+    async def _job(self, event: Event, job_id: str, *, showing: bool = False) -> Job:
         pressed = event.message_id if isinstance(event, ButtonPress) else None
-        return await self._job_for(event.user, event.place, job_id, pressed, viewing=viewing)
+        return await self._job_for(event.user, event.place, job_id, pressed, showing=showing)
 
     async def _job_for(
         self,
@@ -334,10 +339,11 @@ class Refs:
         job_id: str,
         pressed: str | None = None,
         *,
-        viewing: bool = False,
+        showing: bool = False,
     ) -> Job:
         """The job ``job_id`` names (else the job of the ``pressed`` message, in ``place``'s
-        channel) if ``user`` in ``place`` may use it (see the module docstring)."""
+        channel) if ``user`` in ``place`` may use it, or with ``showing`` show it (see the
+        module docstring)."""
         job = await self._store.jobs.get_job(job_id) if job_id else None
         if job is None and pressed:
             job = await self._store.message_links.job_for_message(
@@ -351,7 +357,11 @@ class Refs:
             if user.is_admin and not job.is_dm:
                 return job
             raise RefRefused(NO_JOB)
-        if viewing or user.is_admin or place.channel_id in self._open.get(place.platform, ()):
+        if user.is_admin:
+            return job
+        if showing:
+            raise RefRefused(NOT_YOURS_TO_SHOW)
+        if place.channel_id in self._open.get(place.platform, ()):
             return job
         raise RefRefused(NOT_YOURS)
 

@@ -28,6 +28,7 @@ from bot.refs import (
     NO_JOB,
     NOT_A_SCOPE,
     NOT_YOURS,
+    NOT_YOURS_TO_SHOW,
     UNKNOWN_REF,
     AlternativeReferent,
     BatchReferent,
@@ -267,35 +268,46 @@ async def test_the_owners_presses_resolve_to_the_thing(world: World) -> None:
                     assert kind is RefKind.NONE
 
 
-async def test_a_job_is_shown_by_its_requester_or_an_admin_anywhere_by_anyone_in_its_channel(
-    world: World,
-) -> None:
-    new = NewJob(
-        family="task",
-        type="imagine",
-        requester_id=ALICE.id,
-        platform="fake",
-        channel_id="c5",
-        workspace_id="w1",
-    )
-    admitted = await world.store.admission.create_job_within(new, JobQuota())
-    assert isinstance(admitted, tuple)
-    job = admitted[0]
+async def test_a_job_is_shown_only_by_its_requester_or_an_admin(world: World) -> None:
+    """Nobody else may show it, even in its own channel, open or not: there it is in view, so
+    the refusal may say it is not theirs; anywhere else it is no job, as an unknown id is."""
     refs = world.core.refs
     assert refs is not None
 
     def show(user: User, channel: str) -> Command:
         return Command(user=user, place=Place("fake", "w1", channel), name="show")
 
-    for user, channel in [(BOB, "c5"), (ALICE, "c6"), (ADMIN, "c6")]:
-        assert (await refs.job_to_show(show(user, channel), job.id)).id == job.id
-    for user, place in [(BOB, "c6"), (ALICE, "c7")]:
+    homes: dict[str, str] = {}
+    for home in ("c5", "open"):
+        new = NewJob(
+            family="task",
+            type="imagine",
+            requester_id=ALICE.id,
+            platform="fake",
+            channel_id=home,
+            workspace_id="w1",
+        )
+        admitted = await world.store.admission.create_job_within(new, JobQuota())
+        assert isinstance(admitted, tuple)
+        job = admitted[0]
+        homes[home] = job.id
+        for user, channel in [(ALICE, home), (ALICE, "c6"), (ADMIN, home), (ADMIN, "c6")]:
+            assert (await refs.job_to_show(show(user, channel), job.id)).id == job.id
+        with pytest.raises(RefRefused, match=re.escape(NOT_YOURS_TO_SHOW)):
+            await refs.job_to_show(show(BOB, home), job.id)
+        for user, channel, named in [(BOB, "c6", job.id), (ALICE, "c7", "unknown-id")]:
+            with pytest.raises(RefRefused, match=NO_JOB):
+                await refs.job_to_show(show(user, channel), named)
         with pytest.raises(RefRefused, match=NO_JOB):
-            await refs.job_to_show(show(user, place), job.id if user is BOB else "unknown-id")
+            await refs.job_to_show(
+                Command(user=BOB, place=Place("fake", "w2", home), name="show"), job.id
+            )
     with pytest.raises(RefRefused, match=re.escape(NOT_YOURS)):
         await refs.resolve(
-            button("any", Press(BOB, Place("fake", "w1", "c5")), job.id), RefKind.JOB
+            button("any", Press(BOB, Place("fake", "w1", "c5")), homes["c5"]), RefKind.JOB
         )
+    pressed = await refs.resolve(button("any", Press(BOB, HOME), homes["open"]), RefKind.JOB)
+    assert isinstance(pressed, JobReferent) and pressed.job.id == homes["open"], "its buttons: open"
 
 
 async def test_a_form_that_names_nothing_pressed_as_a_button_is_no_longer_supported(

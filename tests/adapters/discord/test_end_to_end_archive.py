@@ -2,10 +2,10 @@
 with its thumbnail), ``/show`` posts it again in another channel with working buttons (U1 on the
 copy starts the right upscale), ℹ️ shows an upscale's parent chain ("Image info" in a message's
 menu: the copy's job; users and channels as Discord's mentions, ``<@id>``, ``<#id>``), bad or
-foreign ids are refused privately, and ``/jobs export`` sends a zip by DM (a private answer says
-so) whose manifest matches the job (``export`` as the text's first word works as the option
-does) — through the real discord.py, the fake Discord, the real core and the simulator over
-HTTP."""
+foreign ids are refused privately (someone else's job too, in its own channel), and ``/jobs
+export`` sends a zip by DM (a private answer says so) whose manifest matches the job (``export`` as
+the text's first word works as the option does) — through the real discord.py, the fake Discord,
+the real core and the simulator over HTTP."""
 
 from __future__ import annotations
 
@@ -100,15 +100,20 @@ async def test_search_show_u1_on_the_copy_and_info_with_the_parent_chain(
 
         await fake.slash(bob, random, "show", {"job_id": grid.id})
         await fake.slash(bob, general, "show", {"job_id": "nope"})
+        await fake.slash(bob, general, "show", {"job_id": grid.id})
         refusals = await fake.wait_for(
             lambda: (
-                ephemeral_texts(fake, bob)[1:3] if len(ephemeral_texts(fake, bob)) > 2 else None
+                ephemeral_texts(fake, bob)[1:4] if len(ephemeral_texts(fake, bob)) > 3 else None
             ),
-            what="two refusals",
+            what="three refusals",
         )
         assert "no record" in refusals[0]
         assert "`nope` is not a job id" in refusals[1]
+        assert refusals[2] == "Only the person who started this job can show it again.", (
+            "in the grid's own channel, where it is in view, only its requester shows it"
+        )
         assert len([m for m in fake.bot_messages(random.id) if with_image(m)]) == 2
+        assert len([m for m in fake.bot_messages(general.id) if with_image(m)]) == 1
 
 
 async def test_the_export_is_a_private_zip_whose_manifest_matches(
