@@ -28,7 +28,9 @@ workspace, and only for the place or the user the thing belongs to:
   a **turn** (an answer's ⏹ Stop, 🔁, 👍 and 👎; the turn must be one of the conversation's):
   only from a message linked to that conversation, in its channel (and thread), in its
   workspace — so a conversation id, a small number, is of no use to anyone who cannot see the
-  conversation already;
+  conversation already (which of those who see it may act on an answer — ⏹, 🔁, ``Use N``, the
+  vision switch: the user answered and admins — is then the chat's one check,
+  ``bot.features.chat.controls.check_asked_by``);
 - a **scope** (the settings form): ``me`` for anyone, ``channel`` or ``workspace`` for admins (the
   scope's id always comes from where the presser is, never from the ref);
 - a **user** (an admin's ``/forget-me <user>`` confirmation): admins only; the ref is the

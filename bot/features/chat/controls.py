@@ -2,7 +2,8 @@
 
 Each button names the answer's stored turn (``<conversation>.<turn>``, :data:`RefKind.TURN`):
 the core lets only someone who sees the conversation press it (:mod:`bot.refs`). Stop and
-regenerate are for the user the answer is for (and admins); anyone in the conversation may rate
+regenerate are for the user the answer is for (and admins), as are the chat engine's ``Use N``
+and vision switch (:func:`check_asked_by`, the one check); anyone in the conversation may rate
 an answer, once (a second press changes their rating). Stop ends the provider's stream on the
 process that streams it (:mod:`bot.features.chat.stops`); 🔁 is the chat engine's (it answers
 again), and only the newest answer carries it: once a newer one is shown, the answer shown before
@@ -49,7 +50,7 @@ GOOD_LABEL = "👍"
 BAD_LABEL = "👎"
 ANSWER_TURNS = 32
 """The turns an answer is drawn again from: it and those stored after it (its alternatives)."""
-NOT_YOUR_ANSWER = N_("Only the person this answer is for can stop or regenerate it.")
+NOT_YOUR_ANSWER = N_("Only the person this answer is for can use this button.")
 
 
 def turn_ref(conversation_id: int, turn_id: int) -> str:
@@ -122,7 +123,15 @@ def check_answer_for(event: ButtonPress, turn: ChatMessage) -> None:
     """``turn`` is an answer, and the presser is the user it is for or an admin."""
     if turn.role != "assistant":
         raise UserError(_("This button is no longer supported."))
-    if turn.asked_by not in (None, event.user.id) and not event.user.is_admin:
+    check_asked_by(event, turn.asked_by)
+
+
+def check_asked_by(event: ButtonPress, user_id: str | None) -> None:
+    """The presser is ``user_id``, the user an answer is (or would be) for, or an admin
+    (``None``, not recorded: anyone). The one check of the buttons that act on an answer for
+    its user — ⏹ Stop, 🔁, ``Use N`` and ``Use llm-4-vision-preview`` — made before anything
+    is stored, posted or asked of the provider."""
+    if user_id not in (None, event.user.id) and not event.user.is_admin:
         raise UserError(_(NOT_YOUR_ANSWER))
 
 

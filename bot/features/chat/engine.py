@@ -27,7 +27,7 @@ from bot.features.chat.alternatives import PICK_ACTION, Pick, pick_alternative
 from bot.features.chat.answer import Answerer, AnswerStorage, ScreensAnswers
 from bot.features.chat.branching import BRANCH_ACTION, branch_note, fork_of, switch_branch
 from bot.features.chat.caps import ChatCaps
-from bot.features.chat.controls import REGENERATE_ACTION
+from bot.features.chat.controls import REGENERATE_ACTION, check_answer_for, check_asked_by
 from bot.features.chat.documents import (
     DocumentLimits,
     DocumentReader,
@@ -426,7 +426,8 @@ class ChatEngine:
     async def on_button(self, event: ButtonPress, referent: ChatReferent) -> None:
         """``Use llm-4-vision-preview``: switch the conversation and answer its last message;
         ``Use N``: continue from alternative answer N (:mod:`bot.features.chat.alternatives`);
-        🔁: answer the newest message again (:mod:`bot.features.chat.regenerate`)."""
+        🔁: answer the newest message again (:mod:`bot.features.chat.regenerate`). All three
+        are for the user answered (and admins) only (:func:`check_asked_by`)."""
         conversation = referent.conversation
         if isinstance(referent, TurnReferent) and event.action == BRANCH_ACTION:
             await self._switch(event, conversation, referent.turn)
@@ -439,6 +440,9 @@ class ChatEngine:
             return
         if event.action != VISION_ACTION:
             raise UserError(_("This button is no longer supported."))
+        newest = await self.store.conversations.conversation_tail(conversation.id, max_tokens=0)
+        asked = next((turn for turn in reversed(newest) if turn.role == "user"), None)
+        check_asked_by(event, asked.author if asked is not None else None)
         check_plan(VISION_MODEL, self.plan)
         self.caps.check_model(event.place.platform, event.user, VISION_MODEL)
         await self.caps.check_budget(event.place.platform, event.user)
@@ -491,6 +495,9 @@ class ChatEngine:
 
     async def _pick(self, event: ButtonPress, conversation: Conversation) -> None:
         pick = Pick.parse(event.ref)
+        reply = await self.store.conversations.get_turn(conversation.id, pick.turn_id)
+        if reply is not None:
+            check_answer_for(event, reply)
         async with self._turn(conversation.id):
             await pick_alternative(
                 self.store.conversations, self.outbox, event.place, event.message_id, pick

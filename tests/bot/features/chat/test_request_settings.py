@@ -12,6 +12,7 @@ from simulator.server import serve
 from tests.bot.api.support import FAST_RETRY, settings_for
 from tests.bot.features.chat.support import (
     ALICE,
+    BOB,
     CHANNEL,
     CHAT_PATH,
     DM,
@@ -97,6 +98,14 @@ async def test_several_answers_are_offered_and_one_can_be_continued_from(
         assert [b.label for b in offer.buttons] == ["Use 1", "Use 2", "Use 3"]
         assert offer.buttons[0].style == "primary"
         assert world.chat_bodies()[-1]["n"] == 3
+
+        shown, posted = offer.text, len(world.posted_in(thread))
+        await world.actor(BOB, thread).press(offer, "Use 2")
+        assert world.platform.ephemerals_for(BOB.id) == [
+            "Only the person this answer is for can use this button."
+        ], "a bystander's pick is refused as their 🔁 is"
+        assert [b.style for b in offer.buttons] == ["primary", "secondary", "secondary"]
+        assert (offer.text, len(world.posted_in(thread))) == (shown, posted)
 
         await alice.press(offer, "Use 2")
         assert [b.style for b in offer.buttons] == ["secondary", "primary", "secondary"]

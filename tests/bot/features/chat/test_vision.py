@@ -12,6 +12,7 @@ from bot.features.chat import VISION_ACTION, VISION_LABEL, VISION_MODEL
 from bot.kernel import Attachment, ButtonPress
 from tests.bot.features.chat.support import (
     ALICE,
+    BOB,
     CHANNEL,
     CHAT_PATH,
     DM,
@@ -78,6 +79,31 @@ async def test_other_models_note_it_and_offer_the_switch(world: ChatWorld) -> No
         f"This conversation already uses {VISION_MODEL}.",
         "This conversation no longer exists.",
     ]
+
+
+async def test_only_the_user_whose_image_it_is_may_switch_a_thread_to_the_vision_model(
+    world: ChatWorld,
+) -> None:
+    """In a thread anyone may follow, a bystander's press of the switch is refused as 🔁's is,
+    before anything is stored, posted or asked (it would be answered and charged to them)."""
+    alice = world.actor(ALICE, CHANNEL)
+    await alice.command("chat", prompt="echo: look")
+    [thread] = world.threads()
+    await alice.say("What is in this picture?", place=thread, attachments=(FOX,))
+    note = world.posted_in(thread)[-1]
+    shown, calls = note.text, len(world.chat_bodies())
+
+    await world.actor(BOB, thread).press(note, VISION_LABEL)
+
+    assert world.platform.ephemerals_for(BOB.id) == [
+        "Only the person this answer is for can use this button."
+    ]
+    assert len(world.chat_bodies()) == calls, "nothing asked of the provider"
+    assert (note.text, world.posted_in(thread)[-1]) == (shown, note), "nothing posted"
+    conversation = await world.store.conversations.get_conversation(1)
+    assert conversation is not None and conversation.model != VISION_MODEL, "not switched"
+    await world.actor(ALICE, thread).press(note, VISION_LABEL)
+    assert world.chat_bodies()[-1]["model"] == VISION_MODEL
 
 
 async def test_history_with_images_is_text_for_other_models(world: ChatWorld) -> None:
