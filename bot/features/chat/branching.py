@@ -3,8 +3,10 @@
 An edit of a conversation's turn starts a branch (:mod:`storage.queries.branches`); before its
 answer genbot posts a note saying which version of the message the conversation continues
 from, with ‹ and › to switch. Switching makes that version's branch live (its turns, kept,
-become the history again; the others are set aside) and redraws the note. Nothing is posted
-again and nothing is hidden: the earlier version and its answers are still in the channel. Taking
+become the history again; the others are set aside) and redraws the note, quoting the version
+switched to (on one line, shortened), since the message above the note may read another.
+Nothing is posted again and nothing is hidden: the earlier version and its answers are still in
+the channel. Taking
 the set-aside messages out of the channel would cost a platform write per message (and genbot
 cannot delete or hide its users' own messages on Slack or Discord), and bringing them back on
 the next switch as much again; instead the redrawn note names the version the switch left out
@@ -20,19 +22,43 @@ from storage import ChatMessage, Conversation, ConversationBranches, Fork
 
 BRANCH_ACTION = "chat_branch"
 GONE = N_("That version of the message is no longer on this conversation's path.")
+QUOTE_MAX = 100
+"""The most characters of a version a switch's note quotes."""
+
+
+def quoted(text: str, limit: int = QUOTE_MAX) -> str:
+    """A version of a message as the note quotes it: on one line, at most ``limit``
+    characters (cut with "…")."""
+    line = " ".join(text.split())
+    return line if len(line) <= limit else line[: limit - 1].rstrip() + "…"
 
 
 def branch_note(
-    conversation_id: int, fork: Fork, number: int, left_out: tuple[int, int] | None = None
+    conversation_id: int,
+    fork: Fork,
+    number: int,
+    left_out: tuple[int, int] | None = None,
+    said: str = "",
 ) -> OutMessage:
     """The note for version ``number`` (1-based) of the message edited at ``fork``;
-    ``left_out``: the version a switch left out and how many messages came after it."""
+    ``left_out``: the version a switch left out and how many messages came after it;
+    ``said``: what version ``number`` says, quoted (a switch's note: the message above it may
+    read another version)."""
     total = len(fork.first_turns)
-    text = _(
-        "✏️ Version {number} of {total} of your message: the conversation continues from it.",
-        number=number,
-        total=total,
-    )
+    if said.strip():
+        text = _(
+            "✏️ Version {number} of {total} of your message, “{text}”: the conversation "
+            "continues from it.",
+            number=number,
+            total=total,
+            text=quoted(said),
+        )
+    else:
+        text = _(
+            "✏️ Version {number} of {total} of your message: the conversation continues from it.",
+            number=number,
+            total=total,
+        )
     if left_out is not None:
         version, after = left_out
         if after:
@@ -88,6 +114,6 @@ async def switch_branch(
     if fork.live not in (0, number):
         after = await branches.shown_after(conversation.id, fork.first_turns[fork.live - 1])
         left_out = (fork.live, after)
-    note = branch_note(conversation.id, fork, number, left_out)
+    note = branch_note(conversation.id, fork, number, left_out, turn.content or "")
     pressed = MessageRef(event.place, event.message_id)
     await outbox.write(event.place, Edit(pressed, note), WritePolicy.RAISE)

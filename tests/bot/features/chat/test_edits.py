@@ -7,6 +7,7 @@ from __future__ import annotations
 import asyncio
 from pathlib import Path
 
+from bot.features.chat.branching import QUOTE_MAX
 from bot.features.chat.engine import EDIT_CONFLICT
 from tests.bot.features.chat.support import ALICE, DM, chat_world
 
@@ -55,7 +56,9 @@ async def test_an_edit_branches_and_the_next_turn_continues_the_new_branch(
             ("›", True),
         ]
         await alice.press(note, "‹")
-        assert note.text.startswith("✏️ Version 1 of 2")
+        assert note.text.splitlines()[0] == (
+            "✏️ Version 1 of 2 of your message, “echo: two”: the conversation continues from it."
+        ), "the message above the note reads version 2: the note says what version 1 said"
         await alice.say("echo: five")
         sent = world.chat_bodies()[-1]["messages"]
         assert [m["content"] for m in sent if m["role"] != "system"][-3:] == [
@@ -65,7 +68,7 @@ async def test_an_edit_branches_and_the_next_turn_continues_the_new_branch(
         ]
         await alice.press(note, "›")
         assert note.text.splitlines() == [
-            "✏️ Version 2 of 2 of your message: the conversation continues from it.",
+            "✏️ Version 2 of 2 of your message, “echo: TWO”: the conversation continues from it.",
             "Version 1 and the 5 messages after it stay in the channel but are no longer part of "
             "the conversation.",
         ]
@@ -83,6 +86,20 @@ async def test_a_switch_says_which_turns_it_leaves_out(tmp_path: Path) -> None:
             "Version 2 and the 1 message after it stay in the channel but are no longer part of "
             "the conversation."
         ]
+
+
+async def test_a_switch_quotes_a_long_version_on_one_line_shortened(tmp_path: Path) -> None:
+    async with chat_world(tmp_path) as world:
+        alice = world.actor()
+        long = "echo: " + "a lighthouse\n\n at dusk, " * 20
+        first = await alice.say(long)
+        await alice.edit(first, "echo: short")
+        [note] = [m for m in world.posted_in(DM) if m.text.startswith("✏️")]
+        await alice.press(note, "‹")
+        head = note.text.splitlines()[0]
+        quote = head[head.index("“") + 1 : head.index("”")]
+        assert quote.startswith("echo: a lighthouse at dusk, a lighthouse") and "\n" not in quote
+        assert quote.endswith("…") and len(quote) == QUOTE_MAX
 
 
 async def test_edits_that_are_not_turns_change_nothing(tmp_path: Path) -> None:
