@@ -45,7 +45,16 @@ from bot.refs import (
 )
 from bot.router import Router
 from genbot.compose import build_core
-from storage import ALL_STATUSES, Batch, ConversationKey, JobQuota, NewJob, SqliteStore
+from storage import (
+    ALL_STATUSES,
+    Batch,
+    ConversationKey,
+    Job,
+    JobQuota,
+    JobType,
+    NewJob,
+    SqliteStore,
+)
 from tests.bot.harness import ROOMY, harness_settings
 from tests.fakes.platform import FakePlatform
 
@@ -115,20 +124,28 @@ def conversation_presses(message_id: str, place: Place) -> tuple[Press, ...]:
     )  # fmt: skip
 
 
-async def victims(store: SqliteStore) -> dict[RefKind, Victim]:
-    """Alice's job (in an open channel) and conversation (a thread with a linked button)."""
+async def alices_job(
+    store: SqliteStore, place: Place, prompt: str = "", job_type: JobType = "imagine"
+) -> Job:
+    """A job of alice's (an imagine unless ``job_type`` says otherwise), made in ``place``."""
     new = NewJob(
         family="task",
-        type="upscale",
+        type=job_type,
         requester_id=ALICE.id,
-        platform=HOME.platform,
-        channel_id=HOME.channel_id,
-        workspace_id=HOME.workspace_id,
-        prompt="alice's secret lighthouse",
+        platform=place.platform,
+        channel_id=place.channel_id,
+        workspace_id=place.workspace_id,
+        is_dm=place.is_dm,
+        prompt=prompt,
     )
     admitted = await store.admission.create_job_within(new, JobQuota())
     assert isinstance(admitted, tuple)
-    job, _ = admitted
+    return admitted[0]
+
+
+async def victims(store: SqliteStore) -> dict[RefKind, Victim]:
+    """Alice's job (in an open channel) and conversation (a thread with a linked button)."""
+    job = await alices_job(store, HOME, "alice's secret lighthouse", "upscale")
     await store.jobs.transition(job.id, ("creating",), "submitted", provider_id="p1")
     await store.jobs.transition(job.id, ("submitted",), "finished", result_urls=["https://x/1.png"])
     key = ConversationKey(THREAD.platform, THREAD.workspace_id, THREAD.channel_id, "t1")
@@ -279,17 +296,7 @@ async def test_a_job_is_shown_only_by_its_requester_or_an_admin(world: World) ->
 
     homes: dict[str, str] = {}
     for home in ("c5", "open"):
-        new = NewJob(
-            family="task",
-            type="imagine",
-            requester_id=ALICE.id,
-            platform="fake",
-            channel_id=home,
-            workspace_id="w1",
-        )
-        admitted = await world.store.admission.create_job_within(new, JobQuota())
-        assert isinstance(admitted, tuple)
-        job = admitted[0]
+        job = await alices_job(world.store, Place("fake", "w1", home))
         homes[home] = job.id
         for user, channel in [(ALICE, home), (ALICE, "c6"), (ADMIN, home), (ADMIN, "c6")]:
             assert (await refs.job_to_show(show(user, channel), job.id)).id == job.id
@@ -333,19 +340,7 @@ async def test_a_job_in_a_dm_is_nobody_elses_even_where_every_dm_is_one_workspac
     """Discord's DMs share one workspace id: bob (or an admin) naming alice's DM job from their
     own DM learns nothing of it; in the job's own place, a stranger is told it is not theirs."""
     dm, where = "@me", Place("fake", "@me", "d-alice", is_dm=True)
-    new = NewJob(
-        family="task",
-        type="imagine",
-        requester_id=ALICE.id,
-        platform="fake",
-        channel_id=where.channel_id,
-        workspace_id=dm,
-        is_dm=True,
-        prompt="alice's private heron",
-    )
-    admitted = await world.store.admission.create_job_within(new, JobQuota())
-    assert isinstance(admitted, tuple)
-    job, _ = admitted
+    job = await alices_job(world.store, where, "alice's private heron")
     assert world.core.refs is not None
     refs = world.core.refs
 
@@ -369,19 +364,9 @@ async def test_the_admin_page_reaches_a_workspaces_jobs_but_none_made_in_a_dm(
     """The admin page acts from a workspace, in none of its channels: an admin reaches the
     workspace's jobs there, not one made in a DM (only its requester would), nor another
     workspace's; anyone else reaches only their own."""
-    new = NewJob(
-        family="task",
-        type="imagine",
-        requester_id=ALICE.id,
-        platform="fake",
-        channel_id="d-alice",
-        workspace_id="w1",
-        is_dm=True,
-        prompt="alice's private heron",
+    in_dm = await alices_job(
+        world.store, Place("fake", "w1", "d-alice", is_dm=True), "alice's private heron"
     )
-    admitted = await world.store.admission.create_job_within(new, JobQuota())
-    assert isinstance(admitted, tuple)
-    in_dm = admitted[0]
     in_channel = world.victims[RefKind.JOB].ref
     refs = world.core.refs
     assert refs is not None
