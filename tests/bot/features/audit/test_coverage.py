@@ -33,8 +33,8 @@ ADMIN_CHECKS: dict[tuple[str, str], str] = {
     ("bot/refs.py", "_scope"): "opens the settings form; saving it records settings.changed",
     ("bot/refs.py", "_user"): "the confirmation it checks records user.forgotten",
     ("bot/features/retention/forget.py", "_may_name_others"): "user.forgotten",
-    ("bot/features/chat/controls.py", "check_answer_for"): "an admin may stop, rate or "
-    "regenerate another's answer: that answer changes, nothing shared",
+    ("bot/features/chat/controls.py", "check_asked_by"): "an admin may stop, regenerate, "
+    "switch to vision or pick another's answer: that answer changes, nothing shared",
     ("bot/features/account.py", "_usage"): "/usage shows an admin the answers' ratings: "
     "reading changes nothing",
 }
