@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import asyncio
 import random
+import secrets
 import socket
 import tempfile
 from pathlib import Path
@@ -87,7 +88,9 @@ async def run_demo(
     raises :class:`genbot.signals.StopRequested` after the same cleanup). Its data (database,
     images) is kept in ``data_dir`` across restarts, and the playground's identities with it;
     without one, in a fresh temporary folder deleted at the stop, and the folders earlier demos
-    left behind there are deleted first (:mod:`genbot.demo_folders`)."""
+    left behind there are deleted first (:mod:`genbot.demo_folders`). Its simulator is seeded
+    afresh at every start, so a restart on kept data never hands out a task id the stored jobs
+    already hold."""
     if data_dir is not None:
         await asyncio.to_thread(data_dir.mkdir, mode=0o700, parents=True, exist_ok=True)
         await _serve_demo(settings, stop, time_scale, data_dir, kept=True)
@@ -104,7 +107,9 @@ async def run_demo(
 async def _serve_demo(
     settings: Settings, stop: StopSignals, time_scale: float, data_dir: Path, *, kept: bool
 ) -> None:
-    config = SimulatorConfig(time_scale=time_scale, insecure_webhooks=True)
+    config = SimulatorConfig(
+        time_scale=time_scale, insecure_webhooks=True, seed=secrets.randbelow(2**31)
+    )
     async with serve(config) as sim:
         wired = demo_settings(settings, sim.base_url, config.api_key, data_dir)
         async with running(wired, stop, demo=True) as runtime:

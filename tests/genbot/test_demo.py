@@ -123,7 +123,9 @@ async def test_a_killed_demos_folder_is_deleted_at_the_next_start_and_no_other(
 async def test_a_demo_with_a_data_dir_keeps_its_data_and_identities_across_a_restart(
     tmp_path: Path,
 ) -> None:
-    """qa D14: after a restart the open page reloaded with a new identity, its history gone."""
+    """qa D14: after a restart the open page reloaded with a new identity, its history gone;
+    qa3 D2: the restarted simulator handed out the first run's task ids again, so a new job
+    collided with the stored one's and hung in "Sending"."""
     temp, data = tmp_path / "tmp", tmp_path / "kept"
     temp.mkdir()
     async with demo_process(tmp_path, temp, "first.log", "--data-dir", str(data)) as first:
@@ -150,6 +152,9 @@ async def test_a_demo_with_a_data_dir_keeps_its_data_and_identities_across_a_res
             async with returning.session.get("/api/history") as response:
                 shown = (await response.json())["messages"]
             assert [labels(m)[0][0] for m in shown if m["buttons"]][-1] == "U1", "the grid is there"
+            view = await returning.watch()
+            again_id = await returning.command("/imagine a fox again --turbo")
+            await view.until(lambda: view.with_buttons(again_id, "U1"), timeout=20)
         finally:
             await returning.close()
         assert await second.stop(signal.SIGINT) == 0, second.errors()
