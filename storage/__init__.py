@@ -37,7 +37,7 @@ from storage.queries.settings import (
     SettingsStore as SettingsStore,
 )
 from storage.queries.playground import PlaygroundHistory as PlaygroundHistory
-from storage.queries.retention import Retention as Retention
+from storage.queries.retention import Retention as Retention, forgotten as forgotten
 from storage.queries.write_windows import WriteWindows as WriteWindows
 from storage.queries.tracking import (
     DeliveryClaims as DeliveryClaims,

@@ -12,6 +12,7 @@ counted and erased by its adapter, which also drops what it shows
 
 from __future__ import annotations
 
+import re
 import secrets
 from dataclasses import dataclass
 from typing import Final
@@ -31,7 +32,11 @@ ERASED: Final[dict[str, str]] = {
     ),
     "chat_feedback": "their ratings of answers, deleted",
     "conversation_links": "deleted with their conversation",
-    "jobs": "their finished jobs (requester_id), deleted; other jobs made from them lose the link",
+    "jobs": (
+        "their finished jobs (requester_id), deleted; other jobs made from them lose the link;"
+        " their unfinished ones name the pseudonym, and are erased instead of delivered"
+        " (unless being delivered already)"
+    ),
     "job_messages": "deleted with their job",
     "job_words": "SQLite's index of prompts, kept by the jobs' triggers",
     "usage": "their rows folded into anonymous ones (user_id '') per platform, day and kind",
@@ -86,10 +91,19 @@ readiness check left one."""
 SQL_DELETE_IMAGES: Final = "DELETE FROM playground_images WHERE key IN ({})"
 
 
+PSEUDONYM: Final = re.compile(r"erased-[0-9a-f]{8}")
+
+
 def new_pseudonym() -> str:
     """What a forgotten user is called where a record must stay (``erased-3fa2c1d0``): random,
     so it leads back to nobody, and the same in every record of one forgetting."""
     return "erased-" + secrets.token_hex(4)
+
+
+def forgotten(user_id: str) -> bool:
+    """Whether ``user_id`` is a pseudonym (:func:`new_pseudonym`): a job naming one as its
+    requester ran for a user who was forgotten meanwhile, and is erased instead of delivered."""
+    return PSEUDONYM.fullmatch(user_id) is not None
 
 
 @dataclass
@@ -116,8 +130,10 @@ class Retention:
     async def forget(self, platform: str, user_id: str) -> tuple[dict[str, int], str]:
         """Erase what the store keeps about ``user_id`` on ``platform``, kind by kind of
         :data:`USER_DATA` (see :data:`ERASED`), in one transaction; unfinished jobs stay (they
-        are still being made). How many of each kind went (counted in the transaction, as
-        :meth:`kept` counts them), and the pseudonym the records that stay name instead."""
+        are still being made), naming the pseudonym: they are erased when they finish
+        (:meth:`storage.DeliveryClaims.erase`). How many of each kind went (counted in the
+        transaction, as :meth:`kept` counts them), and the pseudonym the records that stay name
+        instead."""
         whose = Whose(platform, user_id, new_pseudonym())
         json_type = TYPES[self.db.dialect.name]["json"]
 

@@ -52,6 +52,13 @@ SQL_CHARGE_CREDITS: Final = (
     "INSERT INTO usage (platform, user_id, day, kind, job_id, credits, created_at)"
     " VALUES (?, ?, ?, 'credits', ?, ?, ?) ON CONFLICT (job_id, kind) DO NOTHING"
 )
+SQL_ERASE_JOB: Final = (
+    "UPDATE usage SET user_id = '', job_id = NULL WHERE job_id = ?",
+    "UPDATE jobs SET parent_job_id = NULL WHERE parent_job_id = ?",
+    "DELETE FROM jobs WHERE id = ?",
+)
+"""A job erased instead of delivered: its charge stays, anonymous (as ``/forget-me`` keeps
+usage), the jobs made from it lose the link, and its row goes (its message links with it)."""
 SQL_NEXT_POLL: Final = (
     "SELECT MIN(next_poll_at) AS at FROM jobs WHERE status IN ({}) AND next_poll_at > ?"
 )
@@ -136,6 +143,19 @@ class DeliveryClaims:
         if not allowed:
             return None
         return await self._claims((job_id, allowed, due_by))
+
+    async def erase(self, job_id: str) -> bool:
+        """Erase a job claimed for delivery whose requester was forgotten while it ran
+        (:func:`storage.queries.retention.forgotten`), in one transaction (see
+        :data:`SQL_ERASE_JOB`); whether its row went."""
+
+        async def work(tx: Session) -> bool:
+            deleted = 0
+            for statement in SQL_ERASE_JOB:
+                deleted = await tx.execute(statement, (job_id,))
+            return deleted == 1
+
+        return await self.db.transaction(work, repeatable=True)
 
     @functools.cached_property
     def _claims(self) -> Grouped[Claim, Job | None]:

@@ -25,6 +25,8 @@ _THEIR_CONVERSATIONS: Final = "SELECT id FROM conversations WHERE platform = ? A
 _THEIR_DONE_JOBS: Final = (
     f"SELECT id FROM jobs WHERE platform = ? AND requester_id = ? AND {IS_DONE}"
 )
+_BEING_DELIVERED: Final = "('posting', 'reporting')"
+"""A job claimed for delivery: its outcome is being shown under its requester's name now."""
 SQL_RUNNING: Final = (
     f"SELECT COUNT(*) AS running FROM jobs WHERE platform = ? AND requester_id = ? AND NOT"
     f" {IS_DONE}"
@@ -131,6 +133,11 @@ USER_DATA: Final[tuple[UserData, ...]] = (
                 f" (SELECT id FROM ({_THEIR_DONE_JOBS}) AS theirs)"
             ),
             Statement(f"DELETE FROM jobs WHERE platform = ? AND requester_id = ? AND {IS_DONE}"),
+            Statement(
+                "UPDATE jobs SET requester_id = ? WHERE platform = ? AND requester_id = ? AND"
+                f" NOT {IS_DONE} AND status NOT IN {_BEING_DELIVERED}",
+                lambda whose: (whose.pseudonym, whose.platform, whose.user_id),
+            ),
         ),
     ),
     UserData(

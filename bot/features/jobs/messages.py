@@ -108,6 +108,7 @@ from storage import (
     JobWriter,
     MessageLinks,
     StorageError,
+    forgotten,
 )
 
 log = logging.getLogger(__name__)
@@ -122,6 +123,9 @@ FINAL_MEMORY = 10_000
 """How many jobs with final messages are remembered: far more than finish while one poll's
 answer is on its way."""
 CANCEL_ACTION = "cancel"
+# Translators: what is left of a job's progress message, where the platform cannot delete it,
+# when the job's requester deleted their data while it ran.
+ERASED_TEXT = N_("🗑️ Deleted at the requester's request.")
 # Translators: the button under a running job's progress message that cancels it (hides it).
 CANCEL_LABEL = N_("❌ Cancel")
 
@@ -578,11 +582,24 @@ class JobMessages:
             return None
         try:
             with speaking(job_language(job)):
+                if forgotten(job.requester_id):
+                    await self._erase(job)
+                    return None
                 if job.status == "posting":
                     return await self._post_result(job)
                 return await self._report_failure(job)
         finally:
             self.recording.discard(job_id)
+
+    async def _erase(self, job: Job) -> None:
+        """Erase a job whose requester was forgotten while it ran (``/forget-me``, which named
+        it by a pseudonym): nothing is shown, its progress message is taken off the channel
+        (where it cannot be deleted, it says only that it was deleted), and its row goes, its
+        charge kept anonymous (:meth:`DeliveryClaims.erase`)."""
+        await self._take_off(job, _(ERASED_TEXT))
+        await self._store.claims.erase(job.id)
+        self._watch.touch(job.id)
+        self.forget(job.id)
 
     async def _post_result(self, job: Job) -> float | None:
         stored = job.result

@@ -2,8 +2,11 @@
 it (:meth:`storage.Retention.forget`, plus what the platform's surface keeps: the playground's
 messages and images). The preview lists the kinds :meth:`storage.Retention.kept` and the surface
 count, the confirmation those the deletion counted as it erased them: one list,
-:data:`storage.queries.user_data.USER_DATA`. Unfinished jobs stay (their results land after the
-deletion): both say how many, and to ask again once they finish. Admins name another user
+:data:`storage.queries.user_data.USER_DATA`. The user's unfinished jobs are renamed to the
+pseudonym, and erased instead of delivered when they finish
+(:meth:`bot.features.jobs.messages.JobMessages.deliver`): both the preview and the confirmation
+say how many; one whose result is being posted at that moment stays, and the confirmation says
+to ask again once it is posted. Admins name another user
 (``/forget-me <@user>``); their deletion is recorded in the audit log under the pseudonym the
 records that stay name instead, never the user's id. Every answer is private.
 """
@@ -115,7 +118,11 @@ class ForgetFeature:
     work: ClassVar[Mapping[str, Work]] = dict.fromkeys(actions, Work.FREE)
 
     def __init__(
-        self, store: Retention, outbox: Outbox, audit: AuditTrail, clock: Callable[[], float]
+        self,
+        store: Retention,
+        outbox: Outbox,
+        audit: AuditTrail,
+        clock: Callable[[], float],
     ) -> None:
         self.store = store
         self.outbox = outbox
@@ -138,7 +145,7 @@ class ForgetFeature:
         kinds = {**kept.kinds, **await self.outbox.kept_about(platform, user_id)}
         yours = user_id == event.user.id
         self._refuse_while_banned(kept.banned_until, yours)
-        lines = [*_lines(kinds, yours, user_id), *_running(kept.running)]
+        lines = [*_lines(kinds, yours, user_id), *_erased_later(kept.running)]
         head = (
             _("**What genbot keeps about you** on {platform}:", platform=platform)
             if yours
@@ -166,8 +173,9 @@ class ForgetFeature:
         user_id = referent.user_id if isinstance(referent, UserReferent) else event.user.id
         yours = user_id == event.user.id
         platform = event.place.platform
+        before = await self.store.kept(platform, user_id)
         if yours:
-            self._refuse_while_banned((await self.store.kept(platform, user_id)).banned_until, True)
+            self._refuse_while_banned(before.banned_until, True)
         gone, pseudonym = await self.store.forget(platform, user_id)
         shown = {**gone, **await self.outbox.forget_user(platform, user_id)}
         if not yours:
@@ -191,8 +199,9 @@ class ForgetFeature:
             )
         )
         went = {kind: count for kind, count in shown.items() if count}
-        running = (await self.store.kept(platform, user_id)).running
-        text = "\n".join([head, *_lines(went, yours, user_id), *_running(running)])
+        posting = (await self.store.kept(platform, user_id)).running
+        erased_later = _erased_later(max(before.running - posting, 0))
+        text = "\n".join([head, *_lines(went, yours, user_id), *erased_later, *_running(posting)])
         if not await self.outbox.tell_forgotten(event, text):
             await self.outbox.write(event.place, Notice(event, text), WritePolicy.NOW)
 
@@ -220,9 +229,22 @@ def _lines(kinds: Mapping[str, int], yours: bool, user_id: str) -> list[str]:
     return [f"- {_label(kind, yours, user_id)}: {count}" for kind, count in kinds.items()]
 
 
+def _erased_later(jobs: int) -> list[str]:
+    """The line saying that ``jobs`` unfinished jobs are erased when they finish instead of
+    being posted (none when there are none): in the preview, and again under what went."""
+    if not jobs:
+        return []
+    line = ngettext(
+        "{n} job still running: it is erased when it finishes, instead of being posted.",
+        "{n} jobs still running: they are erased when they finish, instead of being posted.",
+        jobs,
+    )
+    return [f"- {line}"]
+
+
 def _running(jobs: int) -> list[str]:
-    """The line saying that ``jobs`` unfinished jobs stay (none when there are none): in the
-    preview, and again under what went, as their results land after the deletion."""
+    """The line saying that ``jobs`` unfinished jobs stay (none when there are none): under
+    what went, for the jobs whose results were being posted as the deletion ran."""
     if not jobs:
         return []
     line = ngettext(

@@ -1,26 +1,41 @@
 """``/forget-me`` on the real core and storage (the simulator over HTTP, SQLite): a user with
 one of every kind of data the store keeps sees each kind named with its count, privately; after
 **Delete all of it** the store counts none of it and no table names them, while another user's
-rows stay. Every kind the store and the playground count has its label."""
+rows stay. Every kind the store and the playground count has its label. A job still running is
+erased when it finishes instead of posted — also by the process that takes it over after a
+restart, on SQLite and PostgreSQL — its charge kept anonymous; one whose result is being posted
+as the deletion runs stays, and the confirmation says so."""
 
 from __future__ import annotations
 
+from dataclasses import replace
 from pathlib import Path
+
+import pytest
 
 from adapters.web.playground import KEPT_FILES, KEPT_IMAGES, KEPT_MESSAGES
 from bot.features.audit import AuditTrail
+from bot.features.jobs.messages import ERASED_TEXT
 from bot.features.retention import ForgetFeature
 from bot.features.retention.forget import KINDS
 from bot.kernel import ButtonPress, Command, OutMessage, Place, User
+from simulator.server import serve
+from simulator.state import SimulatorConfig
+from storage import ALL_STATUSES, forgotten
 from storage.queries.user_data import USER_DATA
 from tests.bot.features.jobs.test_batches import PrivatePlatform
-from tests.bot.harness import Parts, harness
+from tests.bot.features.jobs.test_cancel import BACKENDS, TAKEOVER_WAIT, storage_url
+from tests.bot.harness import PLACE as JOBS_PLACE
+from tests.bot.harness import Genbot, Parts, harness, running_genbot
 from tests.storage.conftest import new_job
 from tests.storage.helpers import create_job, everything_about, rows_naming
 
 USER = User("fake-5e1f0c2a9b7d")
 OTHER = "fake-77aa00bb11cc"
 PLACE = Place("fake", "web", "general")
+MANUAL = SimulatorConfig(time_scale=1.0, clock_start=1_700_000_000)
+"""The simulator's clock moves only when a test advances it: a job runs until then."""
+ERASED_LATER = "- 1 job still running: it is erased when it finishes, instead of being posted."
 
 
 def forget_me(parts: Parts) -> list[ForgetFeature]:
@@ -71,18 +86,91 @@ async def test_the_preview_names_every_kind_and_the_deletion_leaves_none(tmp_pat
         assert await rows_naming(store, OTHER) == others, "another user's rows stay"
 
 
-async def test_the_confirmation_repeats_that_a_running_job_stays(tmp_path: Path) -> None:
+async def test_a_job_being_posted_as_the_deletion_runs_stays_and_the_confirmation_says_so(
+    tmp_path: Path,
+) -> None:
     platform = PrivatePlatform()
     async with harness(tmp_path, platform=platform, features=forget_me) as bot:
+        await bot.jobs.tracker.drain(1.0)
         mine = {"requester_id": USER.id, "platform": "fake", "workspace_id": "web"}
         await create_job(bot.store.admission, new_job(**mine, prompt="a fox", status="posted"))
-        await create_job(bot.store.admission, new_job(**mine, prompt="still being drawn"))
+        posting = new_job(**mine, prompt="posted now", status="posting")
+        await create_job(bot.store.admission, posting)
         stays = "- 1 job still running stays until it finishes: run `/forget-me` again then."
 
         await bot.core.handle(Command(user=USER, place=PLACE, name="forget-me"))
         [preview] = platform.privates
-        assert stays in preview.text.splitlines()
+        assert ERASED_LATER in preview.text.splitlines()
         await bot.core.handle(pressed(preview, "Delete all of it"))
         [done] = platform.ephemerals_for(USER.id)
         assert "- Jobs (prompts, parameters, result links): 1" in done.splitlines()
         assert done.splitlines()[-1] == stays
+        assert ERASED_LATER not in done.splitlines()
+
+
+async def forget_running_job(bot: Genbot, platform: PrivatePlatform) -> str:
+    """The user starts an /imagine, then deletes their data while it runs; the job's id. The
+    preview and the confirmation say the job is erased when it finishes, and it now names the
+    pseudonym."""
+    await bot.actor(USER.id).command("imagine", prompt="a fox running through the deletion")
+    job = await bot.latest_job()
+    assert job.status not in ("finished", "posting", "posted")
+    await bot.core.handle(Command(user=USER, place=JOBS_PLACE, name="forget-me"))
+    preview = platform.privates[-1]
+    assert ERASED_LATER in preview.text.splitlines()
+    press = pressed(preview, "Delete all of it")
+    await bot.core.handle(replace(press, place=JOBS_PLACE))
+    done = platform.ephemerals_for(USER.id)[-1]
+    assert done.splitlines()[-1] == ERASED_LATER
+    renamed = await bot.store.jobs.get_job(job.id)
+    assert renamed is not None and forgotten(renamed.requester_id)
+    return job.id
+
+
+async def assert_erased(
+    bot: Genbot, platform: PrivatePlatform, job_id: str, timeout: float = 10.0
+) -> None:
+    """The job ended erased: never posted, its progress message deleted, no row, no link, no
+    row naming the user; its charge kept, anonymous."""
+    with pytest.raises(KeyError):
+        await bot.settled(job_id, timeout)
+    assert platform.messages == {}, "no result posted; the progress message deleted"
+    [progress] = platform.deleted
+    assert ERASED_TEXT not in progress.text
+    assert await bot.store.tracking.list_unfinished_jobs(ALL_STATUSES) == []
+    link = await bot.store.message_links.job_for_message(
+        "fake", JOBS_PLACE.channel_id, progress.ref.message_id
+    )
+    assert link is None
+    assert await rows_naming(bot.store, USER.id) == {}
+    anonymous = await bot.store.ledger.usage_for_user("fake", "")
+    assert anonymous.credits > 0, "what the provider charged stays, naming nobody"
+
+
+async def test_a_job_running_through_the_deletion_is_erased_instead_of_posted(
+    tmp_path: Path,
+) -> None:
+    platform = PrivatePlatform()
+    async with harness(tmp_path, sim_config=MANUAL, platform=platform, features=forget_me) as bot:
+        job_id = await forget_running_job(bot, platform)
+        bot.sim.advance(120)
+        await assert_erased(bot, platform, job_id)
+
+
+@pytest.mark.parametrize("backend", BACKENDS)
+async def test_a_job_taken_over_after_the_deletion_is_erased_by_the_process_that_ends_it(
+    tmp_path: Path, request: pytest.FixtureRequest, backend: str
+) -> None:
+    url = storage_url(request, backend)
+    platform = PrivatePlatform()
+    db_path = tmp_path / "genbot.db"
+    async with serve(MANUAL) as sim:
+        async with running_genbot(
+            sim, db_path, platform=platform, features=forget_me, storage_url=url
+        ) as first:
+            job_id = await forget_running_job(first, platform)
+        sim.advance(120)
+        async with running_genbot(
+            sim, db_path, platform=platform, features=forget_me, storage_url=url
+        ) as second:
+            await assert_erased(second, platform, job_id, TAKEOVER_WAIT)
