@@ -66,7 +66,7 @@ from bot.features.jobs.webhook_secrets import SecretStorage
 from bot.features.moderation import ModelCheck, Moderation, ModerationAdmin
 from bot.features.prefer import PreferCommands, SavedExpansion
 from bot.features.provider_keys import ProviderKeys
-from bot.features.retention import ForgetFeature, RetentionPurge
+from bot.features.retention import ForgetFeature, RetentionPurge, UserAnswers
 from bot.kernel import (
     ChatSettings,
     CoreSettings,
@@ -535,7 +535,13 @@ def build_core(
             home,
             moderation_admin,
             AuditAdmin(store.audit, outbox),
-            ForgetFeature(store.retention, outbox, audit, store.clock),
+            ForgetFeature(
+                store.retention,
+                outbox,
+                audit,
+                store.clock,
+                answers=UserAnswers(stops.request, chat.turn_lock, store.conversation_locks),
+            ),
             archive,
             PreferCommands(store.preferences, outbox),
         ],

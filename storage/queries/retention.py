@@ -89,6 +89,12 @@ SQL_FORGET_GONE_PROBES: Final = "DELETE FROM storage_probes WHERE probed_at < ?"
 :data:`GONE_PROCESS_SECONDS`, forgotten with the processes: every process that ever answered a
 readiness check left one."""
 SQL_DELETE_IMAGES: Final = "DELETE FROM playground_images WHERE key IN ({})"
+SQL_ANSWERING: Final = (
+    "SELECT conversation_id, id FROM messages WHERE role = 'assistant' AND asked_by = ?"
+    " AND (state = 'streaming' OR (state IS NULL AND COALESCE(content, '') = ''))"
+    " AND conversation_id IN (SELECT id FROM conversations WHERE platform = ?) ORDER BY id"
+)
+"""The answers to a user still being written: streaming, or stored empty as they begin."""
 
 
 PSEUDONYM: Final = re.compile(r"erased-[0-9a-f]{8}")
@@ -126,6 +132,12 @@ class Retention:
             int(running["running"] or 0),
             float(banned["banned_until"] or 0),
         )
+
+    async def answering(self, platform: str, user_id: str) -> list[tuple[int, int]]:
+        """The answers to ``user_id`` on ``platform`` still being written, as (conversation,
+        turn) pairs: what ``/forget-me`` stops before it erases."""
+        rows = await self.db.fetch_all(SQL_ANSWERING, (user_id, platform))
+        return [(int(row["conversation_id"]), int(row["id"])) for row in rows]
 
     async def forget(self, platform: str, user_id: str) -> tuple[dict[str, int], str]:
         """Erase what the store keeps about ``user_id`` on ``platform``, kind by kind of

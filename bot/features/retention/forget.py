@@ -2,11 +2,12 @@
 it (:meth:`storage.Retention.forget`, plus what the platform's surface keeps: the playground's
 messages and images). The preview lists the kinds :meth:`storage.Retention.kept` and the surface
 count, the confirmation those the deletion counted as it erased them: one list,
-:data:`storage.queries.user_data.USER_DATA`. The user's unfinished jobs are renamed to the
-pseudonym, and erased instead of delivered when they finish
-(:meth:`bot.features.jobs.messages.JobMessages.deliver`): both the preview and the confirmation
-say how many; one whose result is being posted at that moment stays, and the confirmation says
-to ask again once it is posted. Admins name another user
+:data:`storage.queries.user_data.USER_DATA`. The user's answers still being written are stopped
+first (:class:`~bot.features.retention.answers.UserAnswers`), so the deletion erases them with the
+rest. Their unfinished jobs are renamed to the pseudonym, and erased instead of delivered when
+they finish (:meth:`bot.features.jobs.messages.JobMessages.deliver`): both the preview and the
+confirmation say how many; one whose result is being posted at that moment stays, and the
+confirmation says to ask again once it is posted. Admins name another user
 (``/forget-me <@user>``); their deletion is recorded in the audit log under the pseudonym the
 records that stay name instead, never the user's id. Every answer is private.
 """
@@ -17,6 +18,7 @@ from collections.abc import Callable, Mapping
 from typing import ClassVar, Final
 
 from bot.features.audit import AuditTrail
+from bot.features.retention.answers import UserAnswers
 from bot.kernel import (
     N_,
     Button,
@@ -123,11 +125,15 @@ class ForgetFeature:
         outbox: Outbox,
         audit: AuditTrail,
         clock: Callable[[], float],
+        *,
+        answers: UserAnswers | None = None,
     ) -> None:
         self.store = store
         self.outbox = outbox
         self.audit = audit
         self.clock = clock
+        self.answers = answers
+        """Stops the user's answers before the deletion (None: no chat here)."""
 
     async def on_command(self, event: Command, options: Mapping[str, OptionValue]) -> None:
         """What is kept about the user (or, for an admin, the user named), with the button
@@ -176,6 +182,8 @@ class ForgetFeature:
         before = await self.store.kept(platform, user_id)
         if yours:
             self._refuse_while_banned(before.banned_until, True)
+        if self.answers is not None:
+            await self.answers.end(await self.store.answering(platform, user_id))
         gone, pseudonym = await self.store.forget(platform, user_id)
         shown = {**gone, **await self.outbox.forget_user(platform, user_id)}
         if not yours:
