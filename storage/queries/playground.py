@@ -72,22 +72,46 @@ SQL_SWEEP_UNSHOWN: Final = (
 looked for among the messages until one shows it)."""
 NAMING_USER: Final = "(channel = ? OR CAST(body AS TEXT) LIKE ? ESCAPE '\\')"
 """The messages of a user's DM (the channel) or naming them (its pattern)."""
-SQL_ABOUT_USER: Final = f"SELECT id FROM playground_messages WHERE {NAMING_USER}"
+ABOUT_USER: Final = (
+    f"({NAMING_USER} OR {{reply_to}} IN (SELECT id FROM playground_messages WHERE {NAMING_USER}))"
+)
+"""The messages of :data:`NAMING_USER` and those answering one of them (``reply_to``: the
+dialect's text of the body's ``reply_to``; genbot's answer to a user's message names neither the
+user nor their DM): the channel and the pattern, twice."""
+SQL_ABOUT_USER: Final = f"SELECT id FROM playground_messages WHERE {ABOUT_USER}"
 SQL_IMAGES_ONLY_OF: Final = (
     "SELECT key FROM playground_images WHERE key IN ({shown} WHERE "
-    + NAMING_USER
+    + ABOUT_USER
     + " EXCEPT {shown} WHERE NOT "
-    + NAMING_USER
+    + ABOUT_USER
     + ")"
 )
-"""The images that only the messages of :data:`NAMING_USER` show (``shown``: the dialect's
+"""The images that only the messages of :data:`ABOUT_USER` show (``shown``: the dialect's
 elements of ``image_keys``), as one set difference, like :data:`SQL_SWEEP_IMAGES`."""
-SQL_FORGET_USER: Final = f"DELETE FROM playground_messages WHERE {NAMING_USER}"
+SQL_FORGET_USER: Final = "DELETE FROM playground_messages WHERE id IN ({})"
+"""The messages :data:`SQL_ABOUT_USER` found (by id: read again as the ``DELETE`` goes, the
+answers to the messages it deleted first would name no one any more)."""
 SQL_LOAD: Final = (
     "SELECT * FROM (SELECT *, ROW_NUMBER() OVER"
-    " (PARTITION BY channel ORDER BY seq DESC) AS n FROM playground_messages) AS latest"
+    " (PARTITION BY channel ORDER BY seq DESC) AS n FROM playground_messages{}) AS latest"
     " WHERE n <= ? ORDER BY seq"
 )
+"""Each channel's latest messages (``{}``: nothing, or :data:`FEWER_DMS`)."""
+FEWER_DMS: Final = (
+    " WHERE channel NOT LIKE ? ESCAPE '\\' OR channel IN (SELECT channel FROM"
+    " playground_messages WHERE channel LIKE ? ESCAPE '\\' GROUP BY channel"
+    " ORDER BY MAX(seq) DESC LIMIT ?)"
+)
+"""Every channel but the DMs (the pattern of their prefix, twice), and the DMs a message was
+saved in last (as many as the limit): a load reads no DM past its bound."""
+SQL_EXPIRE: Final = (
+    "DELETE FROM playground_messages WHERE channel IN (SELECT channel FROM playground_messages"
+    " WHERE channel NOT LIKE ? ESCAPE '\\'{spared} GROUP BY channel"
+    " HAVING MAX({created}) < ? AND MAX(CASE WHEN pending THEN 1 ELSE 0 END) = 0)"
+    " RETURNING channel"
+)
+"""The messages of the channels (not a DM: the prefix's pattern; nor those ``spared``) whose
+newest message was made before a time and none of whose commands waits for its handler."""
 SQL_CHANNEL: Final = "SELECT * FROM playground_messages WHERE channel = ? ORDER BY seq DESC LIMIT ?"
 """One channel's latest messages, newest first, among the channel's only (its index)."""
 SQL_ONE: Final = "SELECT * FROM playground_messages WHERE id = ?"
@@ -137,11 +161,22 @@ class PlaygroundHistory:
     """Whether this process's leases were released (:attr:`storage.JobLeasing.released`)."""
 
     async def load_playground(
-        self, keep: int, *, max_image_bytes: int | None = None
+        self,
+        keep: int,
+        *,
+        max_image_bytes: int | None = None,
+        dm_prefix: str = "",
+        most_dms: int | None = None,
     ) -> tuple[list[PlaygroundMessage], list[PlaygroundImage]]:
         """Each channel's ``keep`` latest messages, oldest first, and the images of the newest
-        that fit in ``max_image_bytes``."""
-        messages = [_message(row) for row in await self.db.fetch_all(SQL_LOAD, (keep,))]
+        that fit in ``max_image_bytes``; with ``most_dms``, of the channels named with
+        ``dm_prefix`` (users' DMs), only the ``most_dms`` a message was last saved in."""
+        sql = SQL_LOAD.format("")
+        values: list[object] = [keep]
+        if most_dms is not None:
+            prefix = prefix_pattern(dm_prefix)
+            sql, values = SQL_LOAD.format(FEWER_DMS), [prefix, prefix, most_dms, keep]
+        messages = [_message(row) for row in await self.db.fetch_all(sql, values)]
         sizes = {row["key"]: row["size"] for row in await self.db.fetch_all(SQL_IMAGE_SIZES)}
         wanted = newest_images(messages, sizes, max_image_bytes)
         images = await self._images(wanted)
@@ -260,10 +295,35 @@ class PlaygroundHistory:
         async def work(tx: Session) -> tuple[list[str], list[str]]:
             about = await _about_user(tx, user_id, channel)
             if about[0]:
-                await tx.execute(SQL_FORGET_USER, (channel, text_inside(user_id)))
+                ids = about[0]
+                for start in range(0, len(ids), MESSAGES_PER_QUERY):
+                    chunk = ids[start : start + MESSAGES_PER_QUERY]
+                    await tx.execute(SQL_FORGET_USER.format(marks(len(chunk))), chunk)
                 in_use = tx.dialect.json_elements("playground_messages", "image_keys")
                 await tx.execute(SQL_SWEEP_IMAGES.format(in_use))
             return about
+
+        return await self.db.transaction(work, repeatable=True)
+
+    async def expire_playground_channels(
+        self, made_before: float, *, dm_prefix: str, spared: Sequence[str] = ()
+    ) -> list[str]:
+        """Delete the channels left quiet: every message of a channel whose newest message was
+        made (its record's ``created``) before ``made_before``, but of users' DMs (named with
+        ``dm_prefix``), of ``spared`` and of a channel with a command waiting for its handler;
+        then the images no message shows any more. Only the playground's messages go: the jobs
+        they showed stay in the archive (for ``/forget-me`` too). A message saved there while
+        this runs stays (with it the channel). The channels deleted, in name order."""
+        created = self.db.dialect.json_number("body", "created")
+        spare = f" AND channel NOT IN ({marks(len(spared))})" if spared else ""
+        sql = SQL_EXPIRE.format(spared=spare, created=created)
+
+        async def work(tx: Session) -> list[str]:
+            rows = await tx.fetch_all(sql, (prefix_pattern(dm_prefix), *spared, made_before))
+            if rows:
+                in_use = tx.dialect.json_elements("playground_messages", "image_keys")
+                await tx.execute(SQL_SWEEP_IMAGES.format(in_use))
+            return sorted({str(row["channel"]) for row in rows})
 
         return await self.db.transaction(work, repeatable=True)
 
@@ -433,11 +493,19 @@ def newest_images(
     return list(chosen)[::-1]
 
 
+def prefix_pattern(prefix: str) -> str:
+    """A ``LIKE … ESCAPE '\\'`` pattern matching text that starts with ``prefix``."""
+    return text_inside(prefix).removeprefix("%")
+
+
 async def _about_user(
     db: Session | Database, user_id: str, channel: str
 ) -> tuple[list[str], list[str]]:
-    naming = (channel, text_inside(user_id))
-    ids = [str(row["id"]) for row in await db.fetch_all(SQL_ABOUT_USER, naming)]
+    about = (channel, text_inside(user_id)) * 2
+    reply_to = db.dialect.json_text("body", "reply_to")
+    sql = SQL_ABOUT_USER.format(reply_to=reply_to)
+    ids = [str(row["id"]) for row in await db.fetch_all(sql, about)]
     shown = db.dialect.json_elements("playground_messages", "image_keys")
-    images = await db.fetch_all(SQL_IMAGES_ONLY_OF.format(shown=shown), naming * 2)
+    images_sql = SQL_IMAGES_ONLY_OF.format(shown=shown, reply_to=reply_to)
+    images = await db.fetch_all(images_sql, about * 2)
     return ids, [str(row["key"]) for row in images]

@@ -502,8 +502,10 @@ async def test_the_images_are_matched_with_one_read_of_the_messages_whatever_the
     statements = {
         "sweep": (SQL_SWEEP_IMAGES.format(in_use), ()),
         "images only a user shows": (
-            SQL_IMAGES_ONLY_OF.format(shown=in_use),
-            ("c1", text_inside("nobody")) * 2,
+            SQL_IMAGES_ONLY_OF.format(
+                shown=in_use, reply_to=store.db.dialect.json_text("body", "reply_to")
+            ),
+            ("c1", text_inside("nobody")) * 4,
         ),
     }
     sql, values = statements[asked]
@@ -657,3 +659,80 @@ def test_a_save_whose_id_no_payload_can_carry_is_not_told() -> None:
     saves = [("m1", "a"), ("b\nc", ""), ("d e", "f"), ("m2", "g")]
     assert playground_queries.packed("p", saves) == ["p m1 a\nm2 g"]
     assert playground_queries.packed("p", [("d e", "f")]) == []
+
+
+def made(
+    message_id: str,
+    channel: str,
+    created: float,
+    *,
+    keys: tuple[str, ...] = (),
+    pending: bool = False,
+    reply_to: str | None = None,
+    author: str = "web-someone",
+) -> PlaygroundMessage:
+    """A message as the playground saves it: made at ``created``, by ``author``."""
+    body = {"id": message_id, "created": created, "reply_to": reply_to, "author": {"id": author}}
+    return PlaygroundMessage(message_id, channel, pending, keys, body)
+
+
+async def test_the_channels_left_quiet_go_with_their_images_but_dms_spared_and_pending_stay(
+    store: Store,
+) -> None:
+    save = store.playground.save_playground_message
+    await save(made("q1", "quiet", 100.0, keys=("kq",)), [image("kq")], keep=10)
+    await save(made("q2", "quiet", 200.0), [], keep=10)
+    await save(made("s1", "shared", 100.0, keys=("ks",)), [image("ks")], keep=10)
+    await save(made("b1", "busy", 100.0), [], keep=10)
+    await save(made("b2", "busy", 900.0, keys=("ks",)), [], keep=10)
+    await save(made("d1", "dm-ann", 100.0), [], keep=10)
+    await save(made("g1", "general", 100.0), [], keep=10)
+    await save(made("w1", "waiting", 100.0, pending=True), [], keep=10)
+    await save(made("u1", "dm_x", 100.0), [], keep=10)
+
+    expire = store.playground.expire_playground_channels
+    gone = await expire(500.0, dm_prefix="dm_", spared=["general"])
+
+    assert gone == ["dm-ann", "quiet", "shared"], "dm_ is the prefix: dm-ann is a channel"
+    messages, images = await store.playground.load_playground(keep=10)
+    assert sorted(m.id for m in messages) == ["b1", "b2", "g1", "u1", "w1"]
+    assert [i.key for i in images] == ["ks"], "b2 still shows it"
+    assert await store.playground.playground_image("kq") is None
+    assert await expire(500.0, dm_prefix="dm_", spared=["general"]) == []
+
+
+async def test_a_load_reads_every_shared_channel_and_only_the_dms_saved_in_last(
+    store: Store,
+) -> None:
+    save = store.playground.save_playground_message
+    for message_id, channel in (
+        ("a1", "dm-a"), ("b1", "dm-b"), ("x1", "lab"), ("c1", "dm-c"), ("a2", "dm-a"),
+        ("y1", "dm_y"),
+    ):  # fmt: skip
+        await save(made(message_id, channel, 1.0), [], keep=10)
+
+    messages, _ = await store.playground.load_playground(keep=10, dm_prefix="dm-", most_dms=2)
+
+    assert [m.id for m in messages] == ["a1", "x1", "c1", "a2", "y1"], "dm-b is the quietest"
+    everything, _ = await store.playground.load_playground(keep=10)
+    assert len(everything) == 6
+
+
+async def test_genbots_answers_to_a_users_messages_are_about_them(store: Store) -> None:
+    save = store.playground.save_playground_message
+    user = "web-ann00000000000000000000"
+    await save(made("m1", "spam", 1.0, author=user), [], keep=10)
+    await save(
+        made("a1", "spam", 2.0, keys=("ka",), reply_to="m1", author="genbot"),
+        [image("ka")],
+        keep=10,
+    )
+    await save(made("o1", "spam", 3.0), [], keep=10)
+    await save(made("a2", "spam", 4.0, reply_to="o1", author="genbot"), [], keep=10)
+
+    about = await store.playground.about_user(user, "dm-ann")
+
+    assert sorted(about[0]) == ["a1", "m1"] and about[1] == ["ka"]
+    assert await store.playground.forget_user(user, "dm-ann") == about
+    messages, _ = await store.playground.load_playground(keep=10)
+    assert [m.id for m in messages] == ["o1", "a2"]
