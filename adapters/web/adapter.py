@@ -29,8 +29,9 @@ from adapters.web.app import build_app
 from adapters.web.handlers import resume_commands
 from adapters.web.messages import WebMessage
 from adapters.web.platform import PLATFORM, WebContext
-from adapters.web.playground import Playground
+from adapters.web.playground import HISTORY_ERRORS, Playground
 from adapters.web.ports import PlaygroundHistory
+from adapters.web.routes import DEFAULT_CHANNELS
 from adapters.web.settings import WebSettings
 from adapters.web.surface import WebSurface
 from bot.kernel import (
@@ -53,6 +54,8 @@ PENDING_SWEEP_SECONDS = 5.0
 PENDING_GRACE_SECONDS = 15.0
 """A command is taken over only once it was accepted this long ago, and none after a database
 failure until this long after it (every heartbeat is late after an outage)."""
+QUIET_SWEEP_SECONDS = 3600.0
+"""How often the shared channels left quiet for ``[web] channel_idle_days`` are dropped."""
 PLAYGROUND_LIMITS = ListenerLimits(max_body_bytes=256 * 1024)
 """JSON bodies up to 256 KiB; the upload route allows more
 (:func:`adapters.web.handlers.upload`)."""
@@ -101,6 +104,7 @@ class WebAdapter:
         self._listening = False
         self._handling: set[str] = set()
         self._pending_sweep: asyncio.Task[None] | None = None
+        self._quiet_sweep: asyncio.Task[None] | None = None
         self.access = Access(settings, admin_link=admin_link, clock=clock)
         self.console: AdminConsole | None = None
         """The admin page's core (``/admin``), once :meth:`attach_console` gave it."""
@@ -181,15 +185,19 @@ class WebAdapter:
         log.info("web playground at %s", self.playground.url)
         await self._take_pending(self.playground.clock())
         self._pending_sweep = asyncio.create_task(self._sweeping(), name="genbot-web-pending")
+        if self.settings.channel_idle_days:
+            self._quiet_sweep = asyncio.create_task(self._sweeping_quiet(), name="genbot-web-quiet")
 
     async def stop(self) -> None:
         """Close every event stream, cancel running handlers and stop listening."""
         if self._intake is not None:
             self._intake.stop()
-        sweep, self._pending_sweep = self._pending_sweep, None
-        if sweep is not None:
-            sweep.cancel()
-            await asyncio.gather(sweep, return_exceptions=True)
+        sweeps = [self._pending_sweep, self._quiet_sweep]
+        self._pending_sweep = self._quiet_sweep = None
+        for sweep in sweeps:
+            if sweep is not None:
+                sweep.cancel()
+        await asyncio.gather(*(s for s in sweeps if s is not None), return_exceptions=True)
         listening, self._listening = self._listening, False
         self.playground.url = ""
         if listening:
@@ -265,6 +273,27 @@ class WebAdapter:
                 OUTAGE.failed("pending commands", error)
             else:
                 failures = 0
+
+    async def drop_quiet_channels(self) -> list[str]:
+        """Drop the shared channels no message was made in for ``[web] channel_idle_days``
+        (:meth:`Playground.expire_quiet`; the default channels stay); those dropped."""
+        made_before = self.playground.clock() - self.settings.channel_idle_days * 86400
+        return await self.playground.expire_quiet(made_before, DEFAULT_CHANNELS)
+
+    async def _sweeping_quiet(self) -> None:
+        """:meth:`drop_quiet_channels` at start, then every :data:`QUIET_SWEEP_SECONDS` (a
+        failure waits for the next time)."""
+        while True:
+            try:
+                dropped = await self.drop_quiet_channels()
+            except HISTORY_ERRORS as error:
+                OUTAGE.failed("quiet playground channels", error)
+            except Exception:
+                log.exception("dropping the quiet playground channels failed")
+            else:
+                if dropped:
+                    log.info("dropped %d quiet playground channels", len(dropped))
+            await asyncio.sleep(QUIET_SWEEP_SECONDS)
 
     @contextlib.asynccontextmanager
     async def _working(self, event: InboundEvent, event_id: str) -> AsyncIterator[None]:

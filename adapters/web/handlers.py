@@ -8,10 +8,11 @@ message, hands the event to the core in the background and answers ``202 {"event
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import json
 import logging
 import re
-from collections.abc import Iterable
+from collections.abc import Iterable, Iterator
 from dataclasses import replace
 from typing import Any
 
@@ -57,8 +58,16 @@ MAX_CHANNELS = 50
 """The most shared channels the playground keeps (made by posting in them; each keeps ``[web]
 messages_per_channel`` messages). Users' DMs are not among them (each user has one, always open:
 :data:`adapters.web.playground.DMS_IN_MEMORY` bounds what they hold in memory), nor are the
-default channels, always open too; a channel none of whose messages is left (``/forget-me``)
-no longer counts."""
+default channels, always open too; a channel none of whose messages is left (``/forget-me``, or
+quiet for ``[web] channel_idle_days``) no longer counts.
+
+A process checks the limits and counts a new channel in one step (:func:`_posting`), so posts
+at the same moment never exceed them there. Processes sharing a database each check what they
+know, and learn of the channels the others start by notice, within moments: channels started on
+several processes within that moment can pass this (and :data:`MAX_CHANNELS_PER_USER`) by a few
+(each process starts channels only while it knows of fewer: never more than this many of its
+own). That bound is kept: a check in the database would serialize every first post of a channel
+for a few channels more, and quiet channels go anyway (``[web] channel_idle_days``)."""
 MAX_CHANNELS_PER_USER = 3
 """The most of those channels one user (not an admin) may have started: whoever wrote the
 oldest message the playground keeps in one started it."""
@@ -113,7 +122,6 @@ def _text(body: dict[str, Any], playground: Playground) -> str:
 
 async def _place(playground: Playground, body: dict[str, Any], user: User) -> Place:
     channel = parse_channel(body.get("channel"), user.id)
-    _may_post_in(playground, channel, user)
     thread = body.get("thread")
     if thread is None or thread == "":
         return web_place(channel)
@@ -130,6 +138,16 @@ async def _place(playground: Playground, body: dict[str, Any], user: User) -> Pl
     return web_place(channel, parent.id)
 
 
+@contextlib.contextmanager
+def _posting(playground: Playground, channel: str, user: User) -> Iterator[None]:
+    """While ``user`` posts in ``channel``: refused (:func:`_may_post_in`) or counted as one
+    of the shared channels from the check on (:meth:`Playground.starting`), in one step, so
+    that posts at the same moment cannot all take the last place."""
+    _may_post_in(playground, channel, user)
+    with playground.starting(channel, user.id):
+        yield
+
+
 def _may_post_in(playground: Playground, channel: str, user: User) -> None:
     """:class:`BadInput` when posting in ``channel`` would start a shared channel the playground
     has no room for (:data:`MAX_CHANNELS`), or one more than ``user`` may start
@@ -137,7 +155,7 @@ def _may_post_in(playground: Playground, channel: str, user: User) -> None:
     else's) and the default channels are always open."""
     if is_dm_channel(channel) or channel in DEFAULT_CHANNELS:
         return
-    shared = [known for known in playground.channels() if not is_dm_channel(known)]
+    shared = playground.shared_channels()
     if channel in shared:
         return
     if len(shared) >= MAX_CHANNELS:
@@ -151,7 +169,7 @@ def _may_post_in(playground: Playground, channel: str, user: User) -> None:
     started = [
         known
         for known in shared
-        if known not in DEFAULT_CHANNELS and playground.store.starter(known) == user.id
+        if known not in DEFAULT_CHANNELS and playground.starter(known) == user.id
     ]
     if not user.is_admin and len(started) >= MAX_CHANNELS_PER_USER:
         raise BadInput(
@@ -222,10 +240,11 @@ async def command(request: web.Request) -> web.Response:
         raise BadInput(_("Empty command: type a command such as /imagine a fox, or /help."))
     spec, _rest = parse_slash(text)
     place = await _place(playground, body, user)
-    ids, files = _uploads(playground, body, user.id)
-    assign_attachments(spec, files)
-    playground.uploads.take(ids, user.id)
-    shown = await playground.post_user_message(user, place, text, files, command=spec.name)
+    with _posting(playground, place.channel_id, user):
+        ids, files = _uploads(playground, body, user.id)
+        assign_attachments(spec, files)
+        playground.uploads.take(ids, user.id)
+        shown = await playground.post_user_message(user, place, text, files, command=spec.name)
     origin = f"{request.scheme}://{request.host}"
     event = command_event(
         playground, user, shown, origin, tab=_tab(request), locale=request_locale(request)
@@ -290,11 +309,12 @@ async def message(request: web.Request) -> web.Response:
     body = await json_body(request)
     text = _text(body, playground)
     place = await _place(playground, body, user)
-    ids, files = _uploads(playground, body, user.id)
-    if not text and not files:
-        raise BadInput(_("Empty message: type something or attach an image."))
-    playground.uploads.take(ids, user.id)
-    shown = await playground.post_user_message(user, place, text, files)
+    with _posting(playground, place.channel_id, user):
+        ids, files = _uploads(playground, body, user.id)
+        if not text and not files:
+            raise BadInput(_("Empty message: type something or attach an image."))
+        playground.uploads.take(ids, user.id)
+        shown = await playground.post_user_message(user, place, text, files)
     origin = f"{request.scheme}://{request.host}"
     said, mentioned = without_mention(text)
     event = UserMessage(

@@ -20,13 +20,14 @@ from __future__ import annotations
 import asyncio
 import json
 import sqlite3
-from collections.abc import AsyncIterator, Iterable
+from collections.abc import AsyncIterator, Iterable, Sequence
 from dataclasses import dataclass, fields
 from pathlib import Path
 from typing import Any
 
 from adapters.web.messages import StoredFile, WebMessage
 from adapters.web.notice import Notice
+from adapters.web.platform import DM_PREFIX
 from adapters.web.ports import (
     ImageToSave,
     MessageToSave,
@@ -89,11 +90,14 @@ class PlaygroundJournal:
         self._history = history
         self._keep = max_messages_per_channel
 
-    async def load(self, max_image_bytes: int | None = None) -> Saved:
+    async def load(
+        self, max_image_bytes: int | None = None, *, most_dms: int | None = None
+    ) -> Saved:
         """Each channel's latest messages and the images they show (with ``max_image_bytes``,
-        those of the newest messages that fit; :meth:`image` reads the others)."""
+        those of the newest messages that fit; :meth:`image` reads the others); with
+        ``most_dms``, only the DMs a message was last saved in, as many."""
         messages, images = await self._history.load_playground(
-            self._keep, max_image_bytes=max_image_bytes
+            self._keep, max_image_bytes=max_image_bytes, dm_prefix=DM_PREFIX, most_dms=most_dms
         )
         return Saved(
             [restored(dict(m.body), m.pending, m.version) for m in messages],
@@ -133,6 +137,13 @@ class PlaygroundJournal:
             for key, f in images
         ]
         return await self._history.save_playground_message(stored, shown, keep=self._keep)
+
+    async def expire(self, made_before: float, spared: Sequence[str]) -> list[str]:
+        """Delete the shared channels (not DMs, nor ``spared``) no message was made in since
+        ``made_before``; those deleted."""
+        return await self._history.expire_playground_channels(
+            made_before, dm_prefix=DM_PREFIX, spared=spared
+        )
 
     async def about_user(self, user_id: str, channel: str) -> tuple[list[str], list[str]]:
         """What the storage keeps naming ``user_id`` or in ``channel``: the messages' ids and

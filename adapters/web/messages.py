@@ -292,6 +292,11 @@ class MessageStore:
         """Whether a command of ``channel`` waits for its handler."""
         return any(m.pending for m in self._channels.get(channel, ()))
 
+    def newest(self, channel: str) -> WebMessage | None:
+        """The youngest message kept in ``channel`` (:func:`channel_order`), if any."""
+        messages = self._channels.get(channel)
+        return messages[-1] if messages else None
+
     def drop_channel(self, channel: str) -> None:
         """Forget every message of ``channel`` (and the images only they showed)."""
         messages = self._channels.pop(channel, None)
@@ -302,18 +307,27 @@ class MessageStore:
                 self._by_key.pop((message.channel, message.thread, message.key), None)
             self._unshow(message.image_keys())
 
+    def remove_made_before(self, channel: str, made_before: float) -> list[WebMessage]:
+        """Forget the messages of ``channel`` made before ``made_before`` (:meth:`remove`);
+        those messages."""
+        old = [m for m in self._channels.get(channel, ()) if m.created < made_before]
+        return [message for message in old if self.remove(message.id) is not None]
+
     def about(self, user_id: str, channel: str) -> list[WebMessage]:
-        """The messages ``user_id`` wrote, that answer or mention them, that only they see,
-        that name them (an admin's about them), and those of ``channel`` (their DM)."""
-        return [
-            m
-            for messages in self._channels.values()
-            for m in messages
+        """The messages ``user_id`` wrote, that mention them, that only they see, that name
+        them (an admin's about them), those of ``channel`` (their DM), and the answers to any
+        of these (genbot's reply to a user's message names neither): as the history finds
+        them (:meth:`storage.PlaygroundHistory.about_user`)."""
+        kept = [m for messages in self._channels.values() for m in messages]
+        naming = {
+            m.id
+            for m in kept
             if m.channel == channel
             or user_id in (m.author.get("id"), m.visible_to, m.mention)
             or user_id in m.text
             or any(user_id in b.custom_id for row in m.buttons for b in row)
-        ]
+        }
+        return [m for m in kept if m.id in naming or m.reply_to in naming]
 
     def images_only_of(self, messages: Sequence[WebMessage]) -> set[str]:
         """The keys of the images kept that ``messages`` show and no other message does."""

@@ -21,7 +21,7 @@ import logging
 import sqlite3
 import time
 from collections import OrderedDict
-from collections.abc import Callable, Collection
+from collections.abc import Callable, Collection, Iterator
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
@@ -164,6 +164,14 @@ class Playground:
         """The DMs held as the history has them (read since they were last let go, see
         :meth:`_hold_fewer_dms`): a DM not among them is read when a browser comes to watch it,
         and none of them is :attr:`_skipped` unless it is held."""
+        self._starting: dict[str, tuple[str, int]] = {}
+        """The shared channels not known yet that a first message is being posted in (its
+        save awaited), each with who posted first there and how many such posts are under
+        way: they count toward the channel limits (:meth:`shared_channels`) from the check
+        on, so two posts at the same moment cannot both take the last place."""
+        self._active_at: dict[str, float] = {}
+        """When a notice of a channel (in :attr:`_skipped`) was last skipped: that channel is
+        not quiet (:meth:`expire_quiet`) before its time."""
         self.url = ""
         self._modals: dict[str, OrderedDict[str, PendingModal]] = {}
         self.unkept_replies: set[str] = set()
@@ -190,7 +198,7 @@ class Playground:
                 async with asyncio.timeout(FOLLOW_START_SECONDS):
                     await state.subscribed.wait()
             state.loading = True
-            saved = await journal.load(self.max_image_memory)
+            saved = await journal.load(self.max_image_memory, most_dms=DMS_IN_MEMORY)
             self.store.restore(saved.messages, saved.images)
             self._whole.update(self.store.dms())
             self._hold_fewer_dms()
@@ -287,6 +295,7 @@ class Playground:
         message skipped longest ago is forgotten: should :meth:`_catch_up` read it, it marks
         it unread again (a mark twice rather than one lost)."""
         self._skips += 1
+        self._active_at[channel] = self.clock()
         skipped = self._skipped.setdefault(channel, {})
         skipped.pop(message_id, None)
         skipped[message_id] = self._skips
@@ -325,19 +334,59 @@ class Playground:
         held = self.store.channels()
         return held + sorted(self._skipped.keys() - held)
 
+    def shared_channels(self) -> list[str]:
+        """The shared channels (not DMs) this process knows of (:meth:`channels`), and those a
+        first message is being posted in (:meth:`starting`)."""
+        known = [channel for channel in self.channels() if not is_dm_channel(channel)]
+        return known + sorted(self._starting.keys() - set(known))
+
+    def starter(self, channel: str) -> str | None:
+        """Who started ``channel`` (:meth:`MessageStore.starter`), or who posts its first
+        message now (:meth:`starting`)."""
+        if self.store.holds(channel):
+            return self.store.starter(channel)
+        starting = self._starting.get(channel)
+        return starting[0] if starting is not None else None
+
+    @contextlib.contextmanager
+    def starting(self, channel: str, user_id: str) -> Iterator[None]:
+        """While ``user_id`` posts in ``channel``: a shared channel not known yet counts among
+        :meth:`shared_channels`, started by them (or by whoever came first), until the post
+        ends (kept: the channel is held; refused or failed: it is not). Enter it in the same
+        step as the limits' check, with no ``await`` between. Across processes, see
+        :data:`adapters.web.handlers.MAX_CHANNELS`."""
+        if is_dm_channel(channel) or channel in self.channels():
+            yield
+            return
+        starter, posts = self._starting.get(channel, (user_id, 0))
+        self._starting[channel] = (starter, posts + 1)
+        try:
+            yield
+        finally:
+            starter, posts = self._starting[channel]
+            if posts > 1:
+                self._starting[channel] = (starter, posts - 1)
+            else:
+                del self._starting[channel]
+
     async def _catch_up(self, journal: PlaygroundJournal) -> None:
         """Show what was saved while following was down or notices were skipped: each message
         newer (by version) than the copy shown, never an older snapshot over a newer save.
         A message whose notice was skipped is not marked unread (that notice marked it
         already); one saved while following was down is. It reads every channel, so none owes
-        a catch-up after it (no notice is skipped while it reads: :meth:`_follow` waits)."""
+        a catch-up after it (no notice is skipped while it reads: :meth:`_follow` waits). Of the
+        DMs it reads only the :data:`DMS_IN_MEMORY` a message was last saved in: a DM held and
+        not among them is no longer held whole (it is read again when a browser watches it)."""
         skips = self._skips
-        saved = await journal.load(self.max_image_memory)
+        saved = await journal.load(self.max_image_memory, most_dms=DMS_IN_MEMORY)
         for message in saved.messages:
             keys = message.image_keys()
             self._show_read(message, {k: f for k, f in saved.images.items() if k in keys})
         self._read_up_to(skips, list(self._skipped))
-        self._whole.update(self.store.dms())
+        read = {message.channel for message in saved.messages}
+        held = set(self.store.dms())
+        self._whole.difference_update(held - read)
+        self._whole.update(held & read)
 
     async def watch(self, channel: str) -> None:
         """A browser is about to show ``channel`` (a page reads its history, an event stream
@@ -660,6 +709,35 @@ class Playground:
             ids.update(stored_ids)
             images.update(stored_images)
         return ids, images
+
+    async def expire_quiet(self, made_before: float, spared: Collection[str]) -> list[str]:
+        """Drop the shared channels (not a DM, nor ``spared``) no message was made in since
+        ``made_before`` (by :attr:`clock`) and where no command waits for its handler, with
+        their messages: first from the history (the jobs they showed stay in the archive),
+        then from memory and the browsers showing them (a message made since, saved while the
+        history deleted the others, stays, and with it the channel); the channels dropped. A
+        channel this process knows of only by other processes' notices goes once none came for
+        as long (whichever process sweeps first deletes it in the history)."""
+        expired: set[str] = set()
+        if self.journal is not None:
+            expired.update(await self.journal.expire(made_before, sorted(spared)))
+        for channel in self.channels():
+            if is_dm_channel(channel) or channel in spared or self.store.has_pending(channel):
+                continue
+            newest = self.store.newest(channel)
+            made = newest.created if newest is not None else 0.0
+            if max(made, self._active_at.get(channel, 0.0)) < made_before:
+                expired.add(channel)
+        for channel in sorted(expired):
+            for message in self.store.remove_made_before(channel, made_before):
+                erased = replace(message, deleted=True, text="", buttons=(), images=[])
+                self._show("delete", erased, images_before=0)
+            if not self.store.holds(channel):
+                self._skipped.pop(channel, None)
+                self._let_go(channel)
+        for channel in self._active_at.keys() - self._skipped.keys():
+            del self._active_at[channel]
+        return [channel for channel in sorted(expired) if channel not in self.channels()]
 
     def show_unkept(self, message: WebMessage) -> None:
         """Show a new ``message`` without writing it to the storage (this process forgets it

@@ -80,10 +80,24 @@ class PlaygroundHistory(Protocol):
     """The playground's messages and images in genbot's database."""
 
     async def load_playground(
-        self, keep: int, *, max_image_bytes: int | None = None
+        self,
+        keep: int,
+        *,
+        max_image_bytes: int | None = None,
+        dm_prefix: str = "",
+        most_dms: int | None = None,
     ) -> tuple[Sequence[StoredMessage], Sequence[StoredImage]]:
         """Each channel's ``keep`` latest messages, oldest first, and the images of the newest
-        that fit in ``max_image_bytes``."""
+        that fit in ``max_image_bytes``; with ``most_dms``, of the channels named with
+        ``dm_prefix`` (users' DMs), only the ``most_dms`` a message was last saved in."""
+
+    async def expire_playground_channels(
+        self, made_before: float, *, dm_prefix: str, spared: Sequence[str] = ()
+    ) -> list[str]:
+        """Delete every message of the channels whose newest message was made before
+        ``made_before`` (not users' DMs, named with ``dm_prefix``, nor ``spared``, nor one
+        with a command waiting for its handler), and the images no message shows any more;
+        the channels deleted."""
 
     async def playground_channel(self, channel: str, keep: int) -> Sequence[StoredMessage]:
         """The ``keep`` latest messages of ``channel``, oldest first, without their images."""
@@ -103,8 +117,8 @@ class PlaygroundHistory(Protocol):
         """Mark a command's message as handled."""
 
     async def about_user(self, user_id: str, channel: str) -> tuple[list[str], list[str]]:
-        """The messages naming ``user_id`` and those of ``channel`` (their DM): their ids, and
-        the keys of the images only they show."""
+        """The messages naming ``user_id``, those of ``channel`` (their DM) and the answers to
+        either: their ids, and the keys of the images only they show."""
 
     async def forget_user(self, user_id: str, channel: str) -> tuple[list[str], list[str]]:
         """Delete the messages of :meth:`about_user`, then the images no message shows any

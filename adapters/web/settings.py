@@ -13,7 +13,9 @@ class WebSettings(Section):
     Requests are served only for the ``Host`` names ``127.0.0.1``, ``localhost``, ``[::1]``,
     the host of ``public_url`` and ``allowed_hosts``. ``access_token`` is required when ``host``
     is not a loopback address; ``admin_ids`` are playground user ids (``web-…``). Each channel
-    keeps its latest ``messages_per_channel`` messages.
+    keeps its latest ``messages_per_channel`` messages; a shared channel (not a DM, nor a
+    default one) no message was made in for ``channel_idle_days`` goes with its messages (0:
+    kept).
     """
 
     enabled: bool = False
@@ -25,3 +27,4 @@ class WebSettings(Section):
     admin_ids: list[str] = Field(default_factory=list)
     upload_cache_mb: int = Field(default=256, ge=1)
     messages_per_channel: int = Field(default=500, ge=10, le=100_000)
+    channel_idle_days: int = Field(default=30, ge=0)

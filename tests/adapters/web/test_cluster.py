@@ -1312,7 +1312,9 @@ class ReadsFail(CountingDatabase):
     async def fetch_all(
         self, sql: str, values: Values = (), *, repeatable: bool = True
     ) -> list[Row]:
-        if self.error is not None and sql.startswith((SQL_LOAD, SQL_SOME.partition("{")[0])):
+        if self.error is not None and sql.startswith(
+            (SQL_LOAD.partition("{")[0], SQL_SOME.partition("{")[0])
+        ):
             raise self.error
         return await super().fetch_all(sql, values, repeatable=repeatable)
 

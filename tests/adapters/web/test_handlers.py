@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import asyncio
 import logging
+from collections.abc import Sequence
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -11,7 +13,10 @@ from aiohttp import ClientSession
 
 from adapters.web import WebAdapter, handlers
 from bot.kernel import Button, ButtonPress, Command, ModalSubmit, OutMessage, Place, UserMessage
-from tests.adapters.web.fakes import RecordingCore, history, post
+from storage import PlaygroundHistory, SqliteStore
+from storage.records.platforms import ImageToSave, MessageToSave
+from tests.adapters.web.fakes import RecordingCore, eventually, history, post
+from tests.adapters.web.test_journal import browser_of, serving
 
 
 def web_place(channel: str = "general", thread: str | None = None) -> Place:
@@ -369,3 +374,46 @@ async def test_a_channel_whose_messages_are_all_forgotten_no_longer_counts(
     await adapter.playground.forget_user((await history(spammer))["me"]["id"])
     assert "spam" not in (await history(other))["channels"]
     assert (await channel_post(other, "mine"))[0] == 202
+
+
+class HeldSaves(PlaygroundHistory):
+    """The playground's SQLite history, whose message saves wait until :attr:`gate` opens
+    (counted in :attr:`waiting`)."""
+
+    gate: asyncio.Event
+    waiting: int
+
+    async def save_playground_message(
+        self, message: MessageToSave, images: Sequence[ImageToSave], *, keep: int
+    ) -> int:
+        self.waiting += 1
+        await self.gate.wait()
+        return await super().save_playground_message(message, images, keep=keep)
+
+
+@pytest.mark.parametrize("limit", ["MAX_CHANNELS", "MAX_CHANNELS_PER_USER"])
+async def test_two_posts_at_the_same_moment_cannot_both_take_the_last_channel(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, limit: str
+) -> None:
+    """The second post is checked while the first one's save is under way: the channel that
+    post starts counts already (of the playground's, or of its user's)."""
+    monkeypatch.setattr(handlers, limit, 1)
+    async with await SqliteStore.open(tmp_path / "genbot.db") as store:
+        stored = store.playground
+        held = HeldSaves(stored.db, stored.clock, stored.owner)
+        held.gate, held.waiting = asyncio.Event(), 0
+        async with (
+            serving(held, RecordingCore()) as adapter,
+            browser_of(adapter) as ann,
+            browser_of(adapter) as bob,
+        ):
+            second = ann if limit == "MAX_CHANNELS_PER_USER" else bob
+            first = asyncio.create_task(channel_post(ann, "spam1"))
+            await eventually(lambda: held.waiting == 1)
+            racing = asyncio.create_task(channel_post(second, "spam2"))
+            await eventually(lambda: racing.done() or held.waiting == 2)
+            held.gate.set()
+            assert (await first)[0] == 202
+            assert (await racing)[0] == 400
+            assert "spam2" not in (await history(bob))["channels"]
+            await eventually(lambda: adapter.running_handlers == 0)
