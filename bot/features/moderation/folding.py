@@ -65,18 +65,26 @@ def fold_letters(text: str) -> str:
 _LETTERS_ONLY: Final = str.maketrans({k: v for k, v in LOOK_ALIKES.items() if k.isalpha()})
 
 
-_ESCAPE: Final = re.compile(r"\\(?:[pP](?:\{[^}]*\}|.)|.)", re.DOTALL)
+_SYNTAX: Final = re.compile(
+    r"\\(?:[pP](?:\{[^}]*\}|.)|.)"  # an escape: \W, \p{Greek}, \pL
+    r"|\(\?P?<[A-Za-z_]\w*>|\(\?P=\w*\)"  # a named group, a reference to one
+    r"|\(\?[A-Za-z-]*[:)]"  # flags: (?i), (?U:…), (?-s:…)
+    r"|\[:\^?[A-Za-z]*:\]",  # a class of a bracket expression: [[:alpha:]]
+    re.DOTALL,
+)
+"""The pieces of a pattern that are its own syntax, kept as written when it is folded."""
 
 
 def fold_pattern(pattern: str) -> str:
-    """A pattern rule folded to match folded text: NFKC, then its letters outside escapes case
-    folded, without accents (``ä`` → ``a``, as the text's) and with their look-alikes replaced
-    (digits and symbols stay: they are the expression's own syntax, and so do its escapes:
-    ``\\W`` is not ``\\w``, ``\\p{Greek}`` names a script)."""
+    """A pattern rule folded to match folded text: NFKC, then its letters case folded, without
+    accents (``ä`` → ``a``, as the text's) and with their look-alikes replaced, except in its
+    own syntax (:data:`_SYNTAX`: its escapes, ``\\W`` is not ``\\w`` and ``\\p{Greek}`` names a
+    script; its group names and flags, ``(?P<name>…)``, ``(?U)``; its classes, ``[[:alpha:]]``).
+    Digits and symbols stay: they are the expression's syntax too."""
     normal = unicodedata.normalize("NFKC", pattern)
     pieces: list[str] = []
     start = 0
-    for escape in _ESCAPE.finditer(normal):
+    for escape in _SYNTAX.finditer(normal):
         pieces += [_fold_literal(normal[start : escape.start()]), escape[0]]
         start = escape.end()
     return "".join([*pieces, _fold_literal(normal[start:])])

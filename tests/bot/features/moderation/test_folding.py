@@ -38,6 +38,16 @@ def test_a_pattern_folds_its_letters_but_keeps_its_syntax() -> None:
     )
 
 
+def test_a_patterns_group_names_flags_and_classes_are_kept_as_written() -> None:
+    """qa2 D12: ``(?P<name>…)`` folded to ``(?p<name>…)``, which RE2 refuses; the letters of
+    the group stay folded like the text's."""
+    assert fold_pattern(r"(?P<Label>NUDE)(?P=Label)") == r"(?P<Label>nude)(?P=Label)"
+    assert fold_pattern(r"(?<Label>Lo)") == r"(?<Label>io)"
+    assert fold_pattern(r"(?U)GOR+E(?i:Kill)(?-s:L)") == r"(?U)gor+e(?i:kiii)(?-s:i)"
+    assert fold_pattern(r"[[:alpha:]L][[:^blank:]]") == r"[[:alpha:]i][[:^blank:]]"
+    assert fold_pattern(r"(?<=L)(?!L)") == r"(?<=i)(?!i)", "lookaround is no name"
+
+
 def test_a_patterns_accented_letters_lose_their_accents_as_the_texts_do() -> None:
     assert fold_pattern(r"MÄDCHEN\W+nackt") == r"madchen\W+nackt"
     assert fold_pattern(r"[äöü]ber\pL\S\p{Greek}É\W") == r"[aou]ber\pL\S\p{Greek}e\W"
