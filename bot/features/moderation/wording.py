@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from bot.kernel import N_, _, format_clock
+from bot.kernel import N_, _, format_clock, sentences
 from storage import Ban, Offence
 
 CHECK_FAILED_TEXT = N_(
@@ -50,12 +50,15 @@ def refusal_text(
         )
     if offence is not None and offence.banned_until > now:
         minutes = round((offence.banned_until - now) / 60)
-        text += " " + _(
-            "It is your {ordinal} refused prompt today: genbot takes no prompts from you for "
-            "{minutes} min, until {time}.",
-            ordinal=_ordinal(offence.count),
-            minutes=minutes,
-            time=_clock_time(offence.banned_until),
+        text = sentences(
+            text,
+            _(
+                "It is your {ordinal} refused prompt today: genbot takes no prompts from you for "
+                "{minutes} min, until {time}.",
+                ordinal=_ordinal(offence.count),
+                minutes=minutes,
+                time=_clock_time(offence.banned_until),
+            ),
         )
     if echo:
         fenced = echo.replace("```", "'''")
