@@ -10,6 +10,12 @@ Prometheus (``[ops]`` settings).
 - ``GET /metrics``: Prometheus text exposition of ``prometheus_client``'s default registry
   (:mod:`bot.kernel.metrics`), after the :data:`bot.kernel.metrics.Refresher` callables ran.
 
+Like the playground, it answers only the ``Host`` names it was given (:mod:`adapters.hosts`): a
+loopback name, an IP address it listens on (any address when ``[ops] host`` is every address:
+a scraper or probe reaching it by an address is no rebinding page, which needs a name of its
+own) and ``[ops] allowed_hosts``; any other ``Host`` gets 421 and runs nothing, so a web page
+whose name an attacker points at this machine (DNS rebinding) cannot read ``/metrics``.
+
 It serves through the shared hardened listener (:mod:`adapters.listener`: header and body
 timeouts, a connection cap; requests have no body, so any body is refused) and samples
 event-loop lag (``genbot_event_loop_lag_seconds``) while it runs. Each check is bounded in time:
@@ -30,6 +36,7 @@ from typing import Any
 from aiohttp import web
 from prometheus_client import CONTENT_TYPE_LATEST, REGISTRY, generate_latest
 
+from adapters.hosts import HostName, allowed_hosts, host_allowed, is_address, parse_host
 from adapters.listener import Listener, ListenerLimits
 from bot.api.errors import ApiError
 from bot.api.http import AuthStyle, CallSafety, HttpTransport
@@ -46,11 +53,15 @@ LAG_INTERVAL = 0.5
 """How often the event loop's lag is sampled."""
 LIMITS = ListenerLimits(max_body_bytes=0, max_connections=64, header_timeout=10.0)
 """Scrapers and probes need few connections and send no body."""
+ANY_ADDRESS = frozenset({"", "0.0.0.0", "::"})
+"""``[ops] host`` values that listen on every address of the machine."""
+WRONG_HOST = "This ops listener does not answer to that host name: add it to [ops] allowed_hosts."
 PROBE_PATH = "/v1/chat/completions"
 PROBE_BODY = {"model": "llm-3.5-turbo", "messages": []}
 """A chat request the provider refuses (400) without running or charging anything."""
 
 Check = Callable[[], Awaitable["CheckResult"]]
+Handler = Callable[[web.Request], Awaitable[web.StreamResponse]]
 
 
 @dataclass(frozen=True)
@@ -150,6 +161,18 @@ class OpsListener:
         self.refreshers = list(refreshers)
         self.listener = Listener(self.app(), "ops listener", LIMITS)
         self._lag: asyncio.Task[None] | None = None
+        bound = settings.host.strip().strip("[]").lower()
+        self._hosts = allowed_hosts(settings.allowed_hosts)
+        if bound not in ANY_ADDRESS:
+            self._hosts.append(HostName(bound, None))
+
+    def host_allowed(self, header: str | None) -> bool:
+        """Whether a request with this ``Host`` header is answered (see the module
+        docstring)."""
+        if host_allowed(header, self._hosts):
+            return True
+        host = parse_host(header or "")
+        return host is not None and self.settings.host in ANY_ADDRESS and is_address(host)
 
     @property
     def port(self) -> int | None:
@@ -167,8 +190,8 @@ class OpsListener:
         return f"http://[{host}]:{self.port}" if ":" in host else f"http://{host}:{self.port}"
 
     def app(self) -> web.Application:
-        """The aiohttp application: three GET routes, bodies refused."""
-        app = web.Application(client_max_size=LIMITS.max_body_bytes)
+        """The aiohttp application: three GET routes, bodies and other hosts refused."""
+        app = web.Application(client_max_size=LIMITS.max_body_bytes, middlewares=[self._host])
         app.router.add_get("/healthz", self._healthz)
         app.router.add_get("/readyz", self._readyz)
         app.router.add_get("/metrics", self._metrics)
@@ -195,6 +218,13 @@ class OpsListener:
                 await self._lag
             self._lag = None
         await self.listener.stop()
+
+    @web.middleware
+    async def _host(self, request: web.Request, handler: Handler) -> web.StreamResponse:
+        if not self.host_allowed(request.headers.get("Host")):
+            log.info("ops listener refused Host %r", request.headers.get("Host", "")[:100])
+            return web.Response(status=421, text=WRONG_HOST)
+        return await handler(request)
 
     async def _healthz(self, request: web.Request) -> web.Response:
         return web.json_response({"status": "alive"})

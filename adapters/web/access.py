@@ -3,7 +3,7 @@
 - **Host.** A request whose ``Host`` is not ``127.0.0.1``, ``localhost`` or ``[::1]`` (any
   port), the host of ``[web] public_url`` or one of ``[web] allowed_hosts`` gets 421 and runs
   nothing, so a web page on another name that resolves to this machine (DNS rebinding) cannot
-  drive the playground.
+  drive the playground (the check is :mod:`adapters.hosts`', shared with the ops listener).
 - **Access token.** With ``[web] access_token`` set (required when ``[web] host`` is not a
   loopback address, see :func:`exposure_problem`), every request presents it: a browser once,
   as ``/?token=…`` (which sets an HttpOnly, SameSite=Strict cookie and redirects to ``/``), API
@@ -31,15 +31,14 @@ import re
 import secrets
 import time
 from collections.abc import Callable
-from dataclasses import dataclass
 from urllib.parse import urlsplit
 
+from adapters.hosts import HostName, allowed_hosts, host_allowed
 from adapters.web.settings import WebSettings
 
 SESSION_COOKIE = "genbot_session"
 ACCESS_COOKIE = "genbot_access"
 API_USER_ID = "web-api"
-LOOPBACK_NAMES = frozenset({"127.0.0.1", "localhost", "::1"})
 MIN_TOKEN_LENGTH = 16
 ACCESS_COOKIE_SECONDS = 30 * 24 * 3600
 """How long a browser keeps access after presenting the token (then it presents it again)."""
@@ -74,29 +73,6 @@ def exposure_problem(settings: WebSettings) -> str | None:
     return None
 
 
-@dataclass(frozen=True)
-class HostName:
-    """A host name with an optional port (None: any port)."""
-
-    name: str
-    port: int | None
-
-
-def parse_host(value: str) -> HostName | None:
-    """``example.org:8080`` → ``HostName("example.org", 8080)``; None when it is not a host."""
-    value = value.strip()
-    if not value or any(c in value for c in "/?#@ \t"):
-        return None
-    try:
-        parts = urlsplit("//" + value)
-        port = parts.port
-    except ValueError:
-        return None
-    if not parts.hostname:
-        return None
-    return HostName(parts.hostname.lower(), port)
-
-
 class Access:
     """The playground's trust rules (see the module docstring) for one adapter."""
 
@@ -114,24 +90,16 @@ class Access:
         self._clock = clock
         self.session_key = secrets.token_bytes(32)
         self._token = settings.access_token.get_secret_value()
-        allowed = [HostName(name, None) for name in LOOPBACK_NAMES]
         public = urlsplit(settings.public_url.strip()).hostname if settings.public_url else None
+        self._allowed = allowed_hosts(settings.allowed_hosts)
         if public:
-            allowed.append(HostName(public.lower(), None))
-        allowed += [host for entry in settings.allowed_hosts if (host := parse_host(entry))]
-        self._allowed = allowed
+            self._allowed.append(HostName(public.lower(), None))
 
     # ----- Host -----
 
     def host_allowed(self, header: str | None) -> bool:
         """Whether a request with this ``Host`` header may be served."""
-        host = parse_host(header or "")
-        if host is None:
-            return False
-        return any(
-            host.name == allowed.name and allowed.port in (None, host.port)
-            for allowed in self._allowed
-        )
+        return host_allowed(header, self._allowed)
 
     # ----- access token -----
 

@@ -361,11 +361,15 @@ class OpsSettings(Section):
 
     ``/readyz`` wants the provider to have answered within ``provider_fresh_seconds``; when it
     has not, it asks the provider a free question, at most once per ``probe_interval_seconds``.
+    It answers a request whose ``Host`` is a loopback name, an IP address it listens on (any,
+    when ``host`` is every address) or one of ``allowed_hosts`` (``name`` or ``name:port``,
+    such as the service name a Prometheus scrapes it by); any other gets 421.
     """
 
     enabled: bool = False
     host: str = "127.0.0.1"
     port: int = Field(default=9108, ge=0, le=65535)
+    allowed_hosts: list[str] = Field(default_factory=list)
     provider_fresh_seconds: float = Field(default=300.0, gt=0)
     probe_interval_seconds: float = Field(default=30.0, ge=0)
 
