@@ -63,6 +63,22 @@ SQL_RUNNING_BAN: Final = (
     " ORDER BY banned_until DESC LIMIT 1"
 )
 
+SQL_SEEN: Final = (
+    "SELECT 1 AS seen WHERE EXISTS (SELECT 1 FROM jobs WHERE platform = ? AND requester_id = ?"
+    " AND workspace_id = ?) OR EXISTS (SELECT 1 FROM conversations WHERE platform = ? AND"
+    " created_by = ? AND workspace_id = ?) OR EXISTS (SELECT 1 FROM messages AS m JOIN"
+    " conversations AS c ON c.id = m.conversation_id WHERE c.platform = ? AND m.author = ? AND"
+    " c.workspace_id = ?) OR EXISTS (SELECT 1 FROM audit_log WHERE platform = ? AND (actor_id ="
+    " ? OR target = ?) AND workspace_id = ?) OR EXISTS (SELECT 1 FROM moderation_offences WHERE"
+    " platform = ? AND user_id = ?) OR EXISTS (SELECT 1 FROM scope_settings WHERE platform = ?"
+    " AND kind = 'user' AND scope_id = ?) OR EXISTS (SELECT 1 FROM saved_options WHERE"
+    " platform = ? AND user_id = ?) OR EXISTS (SELECT 1 FROM usage WHERE platform = ? AND"
+    " user_id = ?)"
+)
+"""A user genbot has seen in a workspace: their jobs, conversations or turns and the audit
+entries by or about them there, or what it keeps of them with no workspace (their offences and
+bans, own settings, saved options, usage) on the platform."""
+
 
 @dataclass
 class ModerationStore:
@@ -134,3 +150,10 @@ class ModerationStore:
         were not banned."""
         now = self.clock()
         return await self.db.execute(SQL_LIFT_BAN, (now, platform, user_id, now)) > 0
+
+    async def has_seen(self, platform: str, workspace_id: str, user_id: str) -> bool:
+        """Whether genbot has seen ``user_id`` in the workspace (:data:`SQL_SEEN`): so that a
+        ban by a typed id bans someone."""
+        ids, theirs = (platform, user_id, workspace_id), (platform, user_id)
+        values = (*ids, *ids, *ids, platform, user_id, user_id, workspace_id, *theirs * 4)
+        return await self.db.fetch_one(SQL_SEEN, values) is not None

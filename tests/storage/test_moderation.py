@@ -5,9 +5,10 @@ from __future__ import annotations
 
 import asyncio
 
-from storage import Ban, ModerationRule, Store
+from storage import AuditEntry, Ban, ConversationKey, ModerationRule, SavedOption, Store
 from storage.queries import moderation
-from tests.storage.conftest import ManualClock
+from tests.storage.conftest import ManualClock, new_job
+from tests.storage.helpers import create_job
 
 BANS = (60, 120, 600)
 MINUTE = 60.0
@@ -145,3 +146,30 @@ async def test_a_running_ban_says_whether_an_admin_set_it(
     assert await moderation.running_ban("slack", "U2") == Ban(
         clock.now + 720 * MINUTE, by_admin=True
     ), "the ban ending last runs, whichever day's row holds it"
+
+
+async def test_a_user_is_seen_by_what_genbot_keeps_of_them_in_the_workspace(store: Store) -> None:
+    """qa2 D12: a ban by a typed id asks whether genbot has seen the id there (so that a typo
+    bans nobody): by their jobs, conversations, turns and audit entries in that workspace, or
+    their offences, settings, saved options and usage on the platform."""
+    seen = store.moderation.has_seen
+    assert not await seen("web", "web", "nobody-here")
+    await create_job(store.admission, new_job(requester_id="u-job", workspace_id="web"))
+    talk, _ = await store.conversations.get_or_create_conversation(
+        ConversationKey("discord", "web", "c1", "t1"), kind="thread", created_by="u-talk"
+    )
+    await store.conversations.append_message(talk.id, "user", "hi", author="u-turn")
+    await store.audit.record(AuditEntry("settings.changed", "discord", "web", "c1", "u-act", "x"))
+    await store.audit.record(AuditEntry("moderation.banned", "discord", "web", "c1", "a", "u-tgt"))
+    await store.moderation.record_offence("discord", "u-offence", BANS)
+    await store.settings.set_scope_settings("user", "discord", "u-settings", model="llm-4")
+    await store.preferences.set_option("discord", "u-option", SavedOption("neon", "--style raw"))
+    await store.ledger.add_usage("discord", "u-usage", credits=1, kind="imagine")
+    for user in ("u-job", "u-talk", "u-turn", "u-act", "u-tgt"):
+        assert await seen("discord", "web", user), user
+        assert not await seen("discord", "elsewhere", user), f"{user} only in that workspace"
+        assert not await seen("slack", "web", user), f"{user} only on that platform"
+    for user in ("u-offence", "u-settings", "u-option", "u-usage"):
+        assert await seen("discord", "elsewhere", user), user
+        assert not await seen("slack", "web", user), f"{user} only on that platform"
+    assert not await seen("discord", "web", "u-jo"), "an id is not a prefix"
