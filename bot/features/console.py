@@ -48,7 +48,7 @@ from bot.features.audit.command import (
 from bot.features.jobs import JobCancel, Tiers
 from bot.features.jobs.messages import place_of
 from bot.features.moderation import ModerationAdmin
-from bot.features.moderation.rules import pattern_problem
+from bot.features.moderation.rules import rule_problem
 from bot.features.moderation.screen import global_rules
 from bot.features.provider_keys import ProviderKeys
 from bot.kernel import N_, NotAllowed, OptionValue, Place, User, UserError, _
@@ -216,10 +216,7 @@ class Console:
                 {"user_id": user_id, "until": until}
                 for user_id, until in await store.bans(place.platform)
             ],
-            "rules": [
-                {**asdict(rule), "inactive": pattern_problem(rule.entry) if rule.pattern else None}
-                for rule in rules
-            ],
+            "rules": [{**asdict(rule), "inactive": rule_problem(rule)} for rule in rules],
             "global_rules": len(global_rules(self.moderation.settings)),
         }
 

@@ -356,6 +356,23 @@ def test_a_configured_pattern_re2_does_not_run_is_refused_as_written(
     assert "decapitat" not in line and "unciosed" not in line
 
 
+@pytest.mark.parametrize("command", ["run", "doctor"])
+def test_a_configured_rule_refusing_nearly_every_prompt_stops_genbot_in_one_line(
+    tmp_path: Path, command: str
+) -> None:
+    toml = (
+        '[moderation]\nwords = { nsfw = ["nude", "a"] }\npatterns = { x = ["(?P<w>gore)", "x?"] }\n'
+    )
+    result = invoke_with(toml, command, tmp_path)
+    assert result.exit_code == 1
+    assert error_lines(result) == [
+        "Error: invalid configuration: [moderation] words: category 'nsfw', word 'a': a word rule"
+        " has at least 2 letters or digits, since a shorter one would refuse nearly every prompt;"
+        " [moderation] patterns: category 'x', pattern 'x?': it can match an empty stretch of"
+        " text, so it would refuse nearly every prompt"
+    ], "one line, naming both; the named group is fine"
+
+
 def test_a_pattern_from_the_environment_names_its_variable(tmp_path: Path) -> None:
     patterns = '{"x": ["a(?<=b)"]}'
     result = invoke("doctor", env={"GENBOT_MODERATION__PATTERNS": patterns}, cwd=tmp_path)

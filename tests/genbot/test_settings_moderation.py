@@ -37,3 +37,23 @@ def test_each_pattern_the_core_would_leave_out_is_named_with_its_category() -> N
 def test_a_category_without_a_name_is_still_refused() -> None:
     with pytest.raises(ValidationError, match="a moderation category needs a name"):
         CheckedModerationSettings.model_validate({"patterns": {" ": ["fine"]}})
+
+
+def test_a_configured_rule_that_would_refuse_nearly_every_prompt_is_named() -> None:
+    """qa2 D12: the word ``a`` and the pattern ``.*`` stop genbot at load, as the admin's
+    ``/admin moderation add`` refuses them."""
+    with pytest.raises(ValidationError) as error:
+        Settings.model_validate(
+            {"moderation": {"words": {"x": ["ok", "a"]}, "patterns": {"y": [".*", "gor+e"]}}}
+        )
+    details = {tuple(d["loc"]): d["msg"] for d in error.value.errors()}
+    assert details == {
+        ("moderation", "words"): (
+            "category 'x', word 'a': a word rule has at least 2 letters or digits, since a "
+            "shorter one would refuse nearly every prompt"
+        ),
+        ("moderation", "patterns"): (
+            "category 'y', pattern '.*': it can match an empty stretch of text, so it would "
+            "refuse nearly every prompt"
+        ),
+    }

@@ -4,9 +4,10 @@
 ``/genbot admin moderation``; the playground: ``/admin moderation``). Text platforms give the
 action as the first word (``/admin moderation add nude --category nsfw``, ``… add
 "decapitat\\w*" --pattern --category gore``, ``… remove nude``, ``… list``, ``… unban <@user
-or id>``). Every answer is private; only admins may use it (``User.is_admin``, decided by each
-adapter from its settings), in a channel of the workspace. Each change is recorded in the audit
-log (:mod:`bot.features.audit`).
+or id>``). A ban names a user by a mention, or by an id genbot has seen in the workspace (a
+typo bans nobody); an admin cannot ban themself. Every answer is private; only admins may use it
+(``User.is_admin``, decided by each adapter from its settings), in a channel of the workspace.
+Each change is recorded in the audit log (:mod:`bot.features.audit`).
 """
 
 from __future__ import annotations
@@ -15,7 +16,7 @@ from collections.abc import Mapping
 from typing import ClassVar, Final
 
 from bot.features.audit.trail import AuditTrail
-from bot.features.moderation.rules import BadPattern, RuleSet, compile_pattern, pattern_problem
+from bot.features.moderation.rules import BadPattern, compile_pattern, rule_problem, word_problem
 from bot.features.moderation.screen import global_rules
 from bot.kernel import (
     N_,
@@ -32,6 +33,7 @@ from bot.kernel import (
     mentioned_user,
     named,
     ngettext,
+    sentences,
     written,
 )
 from bot.outbox import Notice, Outbox, WritePolicy
@@ -56,8 +58,18 @@ def _text(options: Mapping[str, OptionValue], name: str) -> str:
 
 def action_and_entry(options: Mapping[str, OptionValue]) -> tuple[str, str]:
     """The action (its option, else the entry's first word) and the entry; ``list`` when
-    neither names one."""
+    neither names one; :class:`UserError` for an action option that is none of :data:`ACTIONS`
+    (the admin page sends one: it is not taken for a listing)."""
     action, entry = _text(options, "action").lower(), _text(options, "entry")
+    if action and action not in ACTIONS:
+        raise UserError(
+            # Translators: add, remove, list, ban and unban are the command's words: keep them.
+            _(
+                "{moderation} has no action {action}: use add, remove, list, ban or unban.",
+                moderation=named("admin.moderation"),
+                action=repr(action[:40]),
+            )
+        )
     if not action:
         first, _space, rest = entry.partition(" ")
         if first.lower() in ACTIONS:
@@ -144,15 +156,22 @@ def new_rule(options: Mapping[str, OptionValue], entry: str) -> ModerationRule:
             compile_pattern(entry)
         except BadPattern as error:
             raise UserError(_("That pattern cannot be used: {error}.", error=error)) from None
-    elif not RuleSet([rule]):
-        raise UserError(_("That rule has no letters or digits left to match once folded."))
+    elif (problem := word_problem(entry)) is not None:
+        raise UserError(_("That rule cannot be used: {problem}.", problem=problem))
     return rule
 
 
 def _listed(rule: ModerationRule) -> str:
+    problem = rule_problem(rule)
     if not rule.pattern:
+        if problem:
+            return _(
+                "• **{category}**: `{entry}` (inactive: {problem})",
+                category=rule.category,
+                entry=rule.entry,
+                problem=problem,
+            )
         return f"• **{rule.category}**: `{rule.entry}`"
-    problem = pattern_problem(rule.entry)
     if problem:
         return _(
             "• **{category}**: `{entry}` (pattern, inactive: {problem})",
@@ -219,6 +238,7 @@ class ModerationAdmin:
         if action in ("ban", "unban"):
             banned = banned_user(entry, action)
             if action == "ban":
+                await self._bannable(user, place, banned, mentioned=entry.startswith("<@"))
                 return await self._ban(user, place, banned, ban_minutes(options, self.settings))
             return await self._unban(user, place, banned)
         if action == "remove":
@@ -229,6 +249,26 @@ class ModerationAdmin:
             await self.audit.record("moderation.rule_removed", place, user.id, entry, before=states)
             return _("Removed `{entry}`.", entry=entry)
         return await self._listing(platform, workspace)
+
+    async def _bannable(self, user: User, place: Place, banned: str, mentioned: bool) -> None:
+        """Refuse a ban of the admin themself, and one of an id (not a mention) genbot has not
+        seen in this workspace: a typo would ban nobody. A mention names a user the platform
+        knows, who may not have used genbot yet."""
+        if banned == user.id:
+            raise UserError(_("You cannot ban yourself."))
+        if not mentioned and not await self.store.has_seen(
+            place.platform, place.workspace_id, banned
+        ):
+            raise UserError(
+                sentences(
+                    _("genbot has not seen `{user}` in this workspace.", user=banned),
+                    _(
+                        "Check the id, or mention them to ban someone who has not used genbot "
+                        "yet: {example}.",
+                        example=written("admin.moderation", "ban <@user>"),
+                    ),
+                )
+            )
 
     async def _ban(self, user: User, place: Place, banned: str, minutes: int) -> str:
         before = await self.store.banned_until(place.platform, banned)

@@ -13,12 +13,19 @@ groups or possessive quantifiers: such a pattern is refused when it is added, an
 configured before is left out with a warning in the log (:func:`pattern_problem` says why; the
 admin page and ``/admin moderation list`` show it as inactive). Its ``\\w``, ``\\d``, ``\\s``
 and ``\\b`` are ASCII; ``\\pL`` or ``\\p{Greek}`` name other letters.
+
+A rule that would refuse nearly every prompt is refused the same way (:func:`rule_problem`): a
+pattern that can match an empty stretch of text (``.*``, ``x?``, ``\\b``: it matches every
+text, or every one with a word), and a word rule
+of fewer than :data:`MIN_WORD` characters once folded (``a`` stands as a whole word in most
+English prompts) — except one CJK ideograph, which is a word of its own.
 """
 
 from __future__ import annotations
 
 import logging
 import re
+import unicodedata
 import warnings
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass
@@ -31,6 +38,8 @@ from storage import ModerationRule
 
 MAX_PATTERN = 200
 """The longest pattern a rule may be (patterns run on every prompt)."""
+MIN_WORD = 2
+"""The fewest characters a word rule has once folded (one CJK ideograph aside)."""
 
 log = logging.getLogger(__name__)
 
@@ -56,13 +65,13 @@ class BadPattern(ValueError):
 
 def compile_pattern(entry: str) -> Search:
     """``entry`` as a pattern rule, folded like the text it runs on and compiled by RE2;
-    :class:`BadPattern` when it is too long, not a regular expression, or one RE2 does not run
-    (see the module docstring)."""
+    :class:`BadPattern` when it is too long, not a regular expression, one RE2 does not run,
+    or one matching an empty stretch of text (see the module docstring)."""
     if len(entry) > MAX_PATTERN:
         raise BadPattern(_("a pattern is at most {most} characters", most=MAX_PATTERN))
     folded = fold_pattern(entry)
     try:
-        search: Search = re2.compile(folded, _OPTIONS).search
+        compiled = re2.compile(folded, _OPTIONS)
     except re2.error as error:
         reason = _reason(entry) or _reason_of(error)
         if not _python_regex(folded):
@@ -76,7 +85,20 @@ def compile_pattern(entry: str) -> Search:
                 error=reason,
             )
         ) from None
+    if any(_empty(compiled.search(sample)) for sample in _SAMPLES):
+        raise BadPattern(
+            _("it can match an empty stretch of text, so it would refuse nearly every prompt")
+        )
+    search: Search = compiled.search
     return search
+
+
+_SAMPLES = ("", " ", " q ")
+"""Texts on which a pattern matching nothing (``.*``, ``x?``, ``\\b``) finds its empty match."""
+
+
+def _empty(found: re2._Match | None) -> bool:
+    return found is not None and found.start() == found.end()
 
 
 def _reason(entry: str) -> str | None:
@@ -113,6 +135,26 @@ def pattern_problem(entry: str) -> str | None:
     return None
 
 
+def word_problem(entry: str) -> str | None:
+    """Why the word rule ``entry`` would never match or would refuse nearly every prompt (see
+    the module docstring), or None when it is a word genbot looks for."""
+    joined = fold(entry).joined
+    if not joined:
+        return _("it has no letters or digits left to match once folded")
+    if len(joined) < MIN_WORD and not unicodedata.name(joined, "").startswith("CJK "):
+        return _(
+            "a word rule has at least {least} letters or digits, since a shorter one would "
+            "refuse nearly every prompt",
+            least=MIN_WORD,
+        )
+    return None
+
+
+def rule_problem(rule: ModerationRule) -> str | None:
+    """Why ``rule`` is inactive (:func:`pattern_problem`, :func:`word_problem`), or None."""
+    return pattern_problem(rule.entry) if rule.pattern else word_problem(rule.entry)
+
+
 @dataclass(frozen=True)
 class _Word:
     category: str
@@ -127,9 +169,9 @@ class _Pattern:
 
 
 class RuleSet:
-    """Rules ready to match (word rules folded, patterns compiled); a pattern that does not
-    compile is left out with a warning in the log (one added by an admin was refused then; one
-    configured, or stored before genbot ran patterns on RE2, may be)."""
+    """Rules ready to match (word rules folded, patterns compiled); a rule with a problem
+    (:func:`rule_problem`) is left out with a warning in the log (one added by an admin was
+    refused then; one stored before genbot checked it may have one)."""
 
     def __init__(self, rules: Iterable[ModerationRule]) -> None:
         self._words: list[_Word] = []
@@ -144,9 +186,13 @@ class RuleSet:
                     )
                     continue
                 continue
-            folded = fold(rule.entry)
-            if not folded.joined:
+            problem = word_problem(rule.entry)
+            if problem is not None:
+                log.warning(
+                    "moderation word %r (%s) left out: %s", rule.entry, rule.category, problem
+                )
                 continue
+            folded = fold(rule.entry)
             whole = re.compile(rf" {re.escape(folded.words.strip())}(?:e?s)? ")
             self._words.append(_Word(rule.category, whole, folded.joined))
 

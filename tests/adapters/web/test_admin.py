@@ -27,6 +27,11 @@ async def overview(who: PlaygroundUser, **query: str) -> tuple[int, Any]:
         return response.status, await response.json()
 
 
+async def me(user: PlaygroundUser) -> str:
+    async with user.session.get("/api/history") as history:
+        return str((await history.json())["me"]["id"])
+
+
 async def test_only_admins_read_change_or_download_anything(tmp_path: Path) -> None:
     async with (
         real_stack(tmp_path, demo=True) as stack,
@@ -64,8 +69,10 @@ async def test_a_ban_and_a_rule_set_on_the_page_are_enforced_and_recorded(tmp_pa
         playground_user(stack.url) as user,
     ):
         await become_admin(stack, admin)
-        async with user.session.get("/api/history") as history:
-            user_id = (await history.json())["me"]["id"]
+        user_id = await me(user)
+        view = await user.watch()
+        said = await user.command("/settings --ar 16:9")
+        await view.until(lambda: view.handled(said))
         ban = {**WEB, "action": "ban", "entry": user_id, "minutes": 30}
         status, told = await answer(admin, "/api/admin/moderation", ban)
         assert status == 200 and told["text"].startswith(f"Banned `{user_id}` until")
@@ -75,7 +82,6 @@ async def test_a_ban_and_a_rule_set_on_the_page_are_enforced_and_recorded(tmp_pa
         status, refused = await answer(admin, "/api/admin/moderation", bad)
         assert status == 400 and "cannot be used" in refused["error"]
 
-        view = await user.watch()
         said = await user.command("/imagine a calm fox")
         await view.until(lambda: view.handled(said))
         [banned] = view.after(said)
@@ -103,6 +109,55 @@ async def test_a_ban_and_a_rule_set_on_the_page_are_enforced_and_recorded(tmp_pa
             assert download.headers["Content-Disposition"].endswith('.jsonl"')
             lines = [json.loads(line) for line in (await download.text()).splitlines()]
         assert [line["kind"] for line in lines][:2] == ["moderation.unbanned", "moderation.refused"]
+
+
+async def test_what_would_act_on_nothing_or_on_everyone_is_refused_saying_why(
+    tmp_path: Path,
+) -> None:
+    """qa2 D12: an unknown action is refused, not taken for a listing; a rule that would refuse
+    nearly every prompt, a ban of an id genbot has not seen and an admin's ban of themself are
+    refused, and none of them changes anything."""
+    async with (
+        real_stack(tmp_path, demo=True) as stack,
+        playground_user(stack.url) as admin,
+        playground_user(stack.url) as user,
+    ):
+        await become_admin(stack, admin)
+        refused: dict[str, tuple[dict[str, Any], str]] = {
+            "frob": (
+                {"action": "frob"},
+                "`/admin moderation` has no action 'frob': use add, remove, list, ban or unban.",
+            ),
+            "a": (
+                {"action": "add", "entry": "a"},
+                "That rule cannot be used: a word rule has at least 2 letters or digits",
+            ),
+            ".*": (
+                {"action": "add", "entry": ".*", "pattern": True},
+                "That pattern cannot be used: it can match an empty stretch of text, so it",
+            ),
+            "nobody": (
+                {"action": "ban", "entry": "nobody-here"},
+                "genbot has not seen `nobody-here` in this workspace. Check the id, or mention",
+            ),
+            "self": ({"action": "ban", "entry": await me(admin)}, "You cannot ban yourself."),
+            "unseen": ({"action": "ban", "entry": await me(user)}, "genbot has not seen `web-"),
+        }
+        for name, (asked, said) in refused.items():
+            status, told = await answer(admin, "/api/admin/moderation", {**WEB, **asked})
+            assert (status, told["error"][: len(said)]) == (400, said), name
+        assert await stack.runtime.store.moderation.bans("web") == []
+        assert await stack.runtime.store.moderation.rules("web", "web") == []
+        assert await stack.runtime.store.audit.entries("web", "web") == []
+
+        named = {**WEB, "action": "add", "entry": r"(?P<Part>Nude)s?", "pattern": True}
+        status, told = await answer(admin, "/api/admin/moderation", named)
+        assert status == 200 and told["text"].startswith("Added the pattern"), told
+        view = await user.watch()
+        said = await user.command("/imagine two NUDES")
+        await view.until(lambda: view.handled(said))
+        [refusal] = view.after(said)
+        assert "Refused: this matches genbot's rules on **blocked**" in refusal["text"]
 
 
 @pytest.mark.timeout(90)

@@ -24,6 +24,13 @@ def test_the_action_and_entry(options: dict[str, str], read: tuple[str, str]) ->
     assert action_and_entry(options) == read
 
 
+@pytest.mark.parametrize("action", ["frob", "Bans", "listing"])
+def test_an_action_that_is_none_is_refused_naming_the_actions(action: str) -> None:
+    """qa2 D12: the admin page's ``{"action": "frob"}`` listed the rules."""
+    with pytest.raises(UserError, match=r"has no action .*: use add, remove, list, ban or unban"):
+        action_and_entry({"action": action, "entry": "x"})
+
+
 def test_an_entry_without_an_action_is_refused_with_an_example() -> None:
     with pytest.raises(UserError, match="add nude --category"):
         action_and_entry({"entry": "nude"})
@@ -36,6 +43,8 @@ def test_a_new_rule_and_what_is_refused() -> None:
     refused: list[tuple[dict[str, OptionValue], str, str]] = [
         ({}, "", "Say what to add"),
         ({}, "...", "no letters or digits"),
+        ({}, "a", "cannot be used: a word rule has at least 2 letters or digits, since"),
+        ({"pattern": True}, ".*", "cannot be used: it can match an empty stretch of text"),
         ({"pattern": True}, "(x", "cannot be used"),
         ({"pattern": True}, r"(x)\1", r"cannot be used: genbot runs patterns on RE2.*no backref"),
         ({"pattern": True}, r"x(?!y)", r"cannot be used: .*lookaround.*RE2 says: .*\(\?!"),

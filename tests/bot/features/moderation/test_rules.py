@@ -7,7 +7,13 @@ import logging
 import pytest
 
 from bot.features.moderation import BadPattern, Match, RuleSet
-from bot.features.moderation.rules import MAX_PATTERN, compile_pattern, pattern_problem
+from bot.features.moderation.rules import (
+    MAX_PATTERN,
+    compile_pattern,
+    pattern_problem,
+    rule_problem,
+    word_problem,
+)
 from storage import ModerationRule
 
 RULES = RuleSet(
@@ -52,7 +58,46 @@ def test_a_sure_match_wins_over_an_earlier_unsure_one() -> None:
 def test_an_empty_rule_set_is_false_and_matches_nothing() -> None:
     assert not RuleSet([])
     assert not RuleSet([ModerationRule("x", " . ")])
-    assert RuleSet([ModerationRule("x", "y")])
+    assert RuleSet([ModerationRule("x", "yz")])
+
+
+@pytest.mark.parametrize("pattern", [".*", "x?", "(nude)?", "a*|b", r"\b", "", "(?P<n>x)?", "^"])
+def test_a_pattern_matching_an_empty_text_is_refused(pattern: str) -> None:
+    """qa2 D12: such a pattern matches every prompt."""
+    with pytest.raises(
+        BadPattern, match="can match an empty stretch of text, so it would refuse nearly every"
+    ):
+        compile_pattern(pattern)
+
+
+def test_a_named_group_runs() -> None:
+    """qa2 D12: a named group was folded to ``(?p<…>``, which RE2 refuses."""
+    assert pattern_problem(r"(?P<word>Nude)s?") is None
+    assert RuleSet([ModerationRule("nsfw", r"(?P<word>Nude)s?", pattern=True)]).match(
+        "two NUDES"
+    ) == Match("nsfw", True)
+
+
+@pytest.mark.parametrize(("word", "problem"), [("a", "at least 2"), ("Ä", "at least 2"),
+    ("1", "at least 2"), (" - ", "no letters or digits"), ("ok", None), ("死", None),
+    ("l", "at least 2")])  # fmt: skip
+def test_a_word_rule_is_long_enough_to_be_a_word(word: str, problem: str | None) -> None:
+    """qa2 D12: ``a`` stands as a whole word in nearly every English prompt; one ideograph
+    is a word of its own."""
+    said = word_problem(word)
+    assert (said is None) if problem is None else (said is not None and problem in said)
+
+
+def test_a_rule_that_would_refuse_nearly_everything_is_left_out(
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    """One stored before genbot checked it: left out with a warning, and its problem shown."""
+    rules = [ModerationRule("x", "a"), ModerationRule("y", ".*", pattern=True)]
+    with caplog.at_level(logging.WARNING):
+        assert not RuleSet(rules)
+    assert [rule_problem(rule) is not None for rule in rules] == [True, True]
+    assert "moderation word 'a' (x) left out" in caplog.text
+    assert "moderation pattern '.*' (y) left out" in caplog.text
 
 
 def test_a_pattern_that_cannot_run_is_refused() -> None:
