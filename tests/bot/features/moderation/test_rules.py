@@ -62,8 +62,8 @@ def test_an_empty_rule_set_is_false_and_matches_nothing() -> None:
 
 
 @pytest.mark.parametrize("pattern", [".*", "x?", "(nude)?", "a*|b", r"\b", "", "(?P<n>x)?", "^"])
-def test_a_pattern_matching_an_empty_text_is_refused(pattern: str) -> None:
-    """qa2 D12: such a pattern matches every prompt."""
+def test_a_pattern_matching_an_empty_stretch_of_text_is_refused(pattern: str) -> None:
+    """qa2 D12: such a pattern matches every prompt (or every one with a word)."""
     with pytest.raises(
         BadPattern, match="can match an empty stretch of text, so it would refuse nearly every"
     ):
