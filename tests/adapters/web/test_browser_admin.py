@@ -20,7 +20,7 @@ from adapters.web.settings import WebSettings
 from genbot.runtime import running
 from simulator.server import RunningSimulator, serve
 from simulator.state import SimulatorConfig
-from storage import ModerationRule
+from storage import ModerationRule, SavedOption
 from tests.adapters.slack.end_to_end import JOB_TIME_SCALE, WAIT, budgeted_fake, genbot_settings
 from tests.adapters.web.browser import WAIT_MS, user
 from tests.fakes.slack import FakeSlack
@@ -79,6 +79,9 @@ async def test_a_ban_set_on_the_admin_page_is_enforced_in_slack_and_logged(
 
         await page.fill("#ban-form input[name=entry]", "U1")
         await page.fill("#ban-form input[name=minutes]", "30")
+        await page.click("#ban-form button")
+        await expect(page.locator("#status")).to_contain_text("genbot has not seen `U1`")
+        await runtime.store.preferences.set_option("slack", "U1", SavedOption("neon", "--s 50"))
         await page.click("#ban-form button")
         await expect(page.locator("#status")).to_contain_text("Banned `U1` until")
         await expect(page.locator("#moderation [data-unban=U1]")).to_be_visible()
