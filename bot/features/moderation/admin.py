@@ -77,9 +77,9 @@ def action_and_entry(options: Mapping[str, OptionValue]) -> tuple[str, str]:
     if not action:
         if entry:
             raise UserError(
-                # Translators: add, remove and list are the words the command takes: keep them.
+                # Translators: add, remove, list, ban and unban are the command's words: keep them.
                 _(
-                    "Start with add, remove or list: {example}.",
+                    "Start with add, remove, list, ban or unban: {example}.",
                     example=written("admin.moderation", f"add {entry} --category …"),
                 )
             )

@@ -86,15 +86,25 @@ def compile_pattern(entry: str) -> Search:
             )
         ) from None
     if any(_empty(compiled.search(sample)) for sample in _SAMPLES):
+        if compiled.search(_WORDED):
+            raise BadPattern(
+                _("it can match an empty stretch of text, so it would refuse nearly every prompt")
+            )
         raise BadPattern(
-            _("it can match an empty stretch of text, so it would refuse nearly every prompt")
+            _(
+                "it matches an empty or blank text, which no prompt is: keep only the part "
+                "that matches words"
+            )
         )
     search: Search = compiled.search
     return search
 
 
-_SAMPLES = ("", " ", " q ")
-"""Texts on which a pattern matching nothing (``.*``, ``x?``, ``\\b``) finds its empty match."""
+_WORDED = " q "
+_SAMPLES = ("", " ", _WORDED)
+"""Texts on which a pattern that can match nothing finds its empty match: on a text with a word
+(``.*``, ``x?``, ``\\b``), it refuses nearly every prompt; on blank text only (``^$``,
+``^\\s*$``), it is there for nothing."""
 
 
 def _empty(found: re2._Match | None) -> bool:

@@ -32,7 +32,7 @@ def test_an_action_that_is_none_is_refused_naming_the_actions(action: str) -> No
 
 
 def test_an_entry_without_an_action_is_refused_with_an_example() -> None:
-    with pytest.raises(UserError, match="add nude --category"):
+    with pytest.raises(UserError, match=r"add, remove, list, ban or unban: .*add nude --category"):
         action_and_entry({"entry": "nude"})
 
 

@@ -70,6 +70,13 @@ def test_a_pattern_matching_an_empty_stretch_of_text_is_refused(pattern: str) ->
         compile_pattern(pattern)
 
 
+@pytest.mark.parametrize("pattern", ["^$", r"^\s*$", r"\A\z", "^$|nude"])
+def test_a_pattern_matching_empty_text_but_no_word_is_refused_saying_so(pattern: str) -> None:
+    """It was refused as one that "would refuse nearly every prompt", which it never does."""
+    with pytest.raises(BadPattern, match="matches an empty or blank text, which no prompt is"):
+        compile_pattern(pattern)
+
+
 def test_a_named_group_runs() -> None:
     """qa2 D12: a named group was folded to ``(?p<…>``, which RE2 refuses."""
     assert pattern_problem(r"(?P<word>Nude)s?") is None
