@@ -14,9 +14,9 @@ asks for a new prompt and the image's role in it (image prompt, style, character
 from __future__ import annotations
 
 import logging
-import math
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, replace
+from decimal import Decimal, InvalidOperation
 from typing import cast
 
 from bot.features.jobs.masks import PRESETS, Polygon, Region, Shape, parse_region
@@ -289,19 +289,23 @@ def form_for(
 
 
 def parse_zoom(text: str) -> str:
-    """A custom zoom ratio in (1, 2] (``1.8``, ``1.8x``), normalised; else :class:`CommandError`."""
+    """A custom zoom ratio in (1, 2] (``1.8``, ``1.8x``), normalised as the decimal typed
+    (``1.50`` → ``1.5``), every digit kept: the API takes any decimal in (1, 2], so ``1.0000001``
+    is sent as typed, never rounded to ``1`` (which would be Make Square); else
+    :class:`CommandError`."""
     cleaned = text.strip().lower().removesuffix("x").removesuffix("×").strip()
     try:
-        zoom = float(cleaned)
-    except ValueError:
+        zoom = Decimal(cleaned)
+    except InvalidOperation:
         raise CommandError(
             _("The zoom must be a number above 1, at most 2 (got {value}).", value=repr(text))
         ) from None
-    if not math.isfinite(zoom) or not 1 < zoom <= 2:
+    if not zoom.is_finite() or not 1 < zoom <= 2:
         raise CommandError(
             _("The zoom must be above 1 and at most 2 (got {value}).", value=text.strip())
         )
-    return f"{zoom:g}"
+    written = format(zoom.normalize(), "f")
+    return written.rstrip("0").rstrip(".") if "." in written else written
 
 
 def _optional(values: Mapping[str, str], key: str) -> str | None:

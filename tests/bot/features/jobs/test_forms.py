@@ -32,13 +32,23 @@ from tests.bot.features.jobs.support import mask_pixels
 
 
 @pytest.mark.parametrize(
-    ("text", "zoom"), [("1.8", "1.8"), (" 2 ", "2"), ("1.25x", "1.25"), ("1.50", "1.5")]
+    ("text", "zoom"),
+    [
+        ("1.8", "1.8"),
+        (" 2 ", "2"),
+        ("1.25x", "1.25"),
+        ("1.50", "1.5"),
+        ("1.04", "1.04"),
+        ("1.0000001", "1.0000001"),
+        ("1.999999999", "1.999999999"),
+        ("2.000", "2"),
+    ],
 )
 def test_custom_zoom_accepts_ratios_above_one_up_to_two(text: str, zoom: str) -> None:
     assert parse_zoom(text) == zoom
 
 
-@pytest.mark.parametrize("text", ["1", "0.5", "2.01", "zoom", "", "nan", "inf"])
+@pytest.mark.parametrize("text", ["1", "1.000", "1e0", "0.5", "2.01", "zoom", "", "nan", "inf"])
 def test_custom_zoom_refuses_anything_else(text: str) -> None:
     with pytest.raises(CommandError, match="zoom"):
         parse_zoom(text)

@@ -154,6 +154,22 @@ async def test_zoom_square_and_pan_send_the_upscale_as_origin(
         assert zoomed.buttons and square.buttons
 
 
+async def test_a_custom_zoom_just_above_one_is_sent_and_shown_as_typed(tmp_path: Path) -> None:
+    async with harness(tmp_path) as bot:
+        alice = bot.actor()
+        _, grid = await run_command(bot, alice, "imagine", prompt="a red fox")
+        up_job, upscale = await press(bot, alice, grid, "U1")
+        await alice.press(upscale, "Custom Zoom")
+        _, modal = bot.platform.modals[-1]
+        await alice.submit(modal, zoom="", zoom_value="1.0000001", prompt="")
+        zoomed = await bot.result((await bot.latest_job()).id)
+
+        assert bodies(bot.sim, "/gen/v2/outpaint") == [
+            {"origin_task_id": up_job.provider_id, "zoom_ratio": "1.0000001"}
+        ], "not rounded to 1, which is Make Square"
+        assert zoomed.text.startswith("**Zoomed out 1.0000001×**")
+
+
 async def test_custom_zoom_form_is_idempotent_per_value(tmp_path: Path) -> None:
     async with harness(tmp_path) as bot:
         alice = bot.actor()
