@@ -71,6 +71,7 @@ from bot.kernel import (
     name_the_saved,
     parse_command_text,
     provider_text,
+    refuse_permuted_aspect,
     speaking,
     storage_failure_text,
     unexpected_error_text,
@@ -477,6 +478,9 @@ class Router:
     def _options(self, event: Command) -> dict[str, OptionValue]:
         spec = COMMANDS_BY_NAME[event.name]
         text_style = not event.options and bool(event.text.strip())
+        if spec.expands:
+            prompt = event.options.get(spec.free_text or "prompt", "")
+            refuse_permuted_aspect(event.text if text_style else str(prompt))
         raw: Mapping[str, OptionValue] = (
             parse_command_text(spec, event.text) if text_style else event.options
         )

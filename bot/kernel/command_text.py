@@ -407,7 +407,10 @@ def _check_prompt(prompt: str, label: str) -> None:
 def parse_aspect_ratio(text: str, label: str = "aspect_ratio") -> str:
     """``W:H`` with positive whole numbers up to ``ASPECT_SIDE_MAX``; returns it normalised
     (``16 : 9`` → ``16:9``). Which ratios the provider accepts is its to say
-    (docs/provider.md#prompt-check)."""
+    (docs/provider.md#prompt-check). ``{16:9, 1:1}`` is refused saying why
+    (:func:`permuted_aspect`)."""
+    if "{" in text or "}" in text:
+        raise CommandError(permuted_aspect(label))
     match = _ASPECT_RE.fullmatch(text)
     if match is None:
         raise CommandError(
@@ -436,6 +439,18 @@ def parse_aspect_ratio(text: str, label: str = "aspect_ratio") -> str:
             )
         )
     return f"{width}:{height}"
+
+
+def permuted_aspect(label: str) -> str:
+    """Why an aspect ratio among ``{…}`` choices is refused: a command's jobs share one aspect
+    ratio (genbot sends it as the request's ``aspect_ratio``, prices and previews the jobs by it,
+    and their follow-ups inherit it)."""
+    return _(
+        "{label} cannot vary with {{…}} choices: the jobs of one command share one aspect ratio. "
+        "Give one ratio (like {label} 16:9) outside the braces, and run the command again for "
+        "another.",
+        label=label,
+    )
 
 
 def validate_options(

@@ -20,7 +20,7 @@ from collections.abc import Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 
 from bot.kernel.command_names import written
-from bot.kernel.command_text import check_text, parse_command_text
+from bot.kernel.command_text import check_text, parse_command_text, permuted_aspect
 from bot.kernel.commands import MAX_REPEAT, CommandSpec
 from bot.kernel.errors import CommandError
 from bot.kernel.i18n import _, ngettext
@@ -47,6 +47,7 @@ NAME_RE = re.compile(r"[a-z][a-z0-9_-]{0,31}")
 _FLAG_RE = re.compile(r"(?<!\S)(?:--|—)([A-Za-z][\w\-]*)(?=\s|$)")
 _PIECE_RE = re.compile(r"(?<!\S)(?:--|—)[A-Za-z][\w\-]*(?=[\s=]|$)")
 _QUOTED_RE = re.compile(r"\"[^\"]*\"|“[^”]*”")
+_ASPECT_FLAG_RE = re.compile(r"(?<!\S)(?:--|—)(ar|aspect)(?=[\s=]|$)", re.IGNORECASE)
 _REPEAT_RE = re.compile(r"(?<!\S)(?:--|—)(?:repeat|r)(?:\s+|=)(\S+)(?=\s|$)", re.IGNORECASE)
 
 
@@ -278,6 +279,31 @@ def _expand(parts: Sequence[_Part]) -> list[str]:
     return texts
 
 
+def _depth(prompt: str, end: int) -> int:
+    """How many ``{`` groups are open at ``end`` in ``prompt`` (``\\`` escapes skipped)."""
+    depth = 0
+    index = 0
+    while index < end:
+        char = prompt[index]
+        if char == "\\":
+            index += 2
+            continue
+        depth += 1 if char == "{" else -1 if char == "}" and depth else 0
+        index += 1
+    return depth
+
+
+def refuse_permuted_aspect(prompt: str) -> None:
+    """:class:`CommandError` when ``prompt`` puts its aspect ratio among ``{…}`` choices
+    (``--ar {16:9, 1:1}``, or ``{a fox --ar 16:9, a cat}``): the jobs of one command share one
+    aspect ratio, so genbot refuses it on every platform (rather than read it as options on one
+    and as prompt text on another), saying so (:func:`bot.kernel.command_text.permuted_aspect`)."""
+    for match in _ASPECT_FLAG_RE.finditer(prompt):
+        value = prompt[match.end() :].lstrip().removeprefix("=").lstrip()
+        if _depth(prompt, match.start()) or value.startswith("{"):
+            raise CommandError(permuted_aspect(f"--{match.group(1).lower()}"))
+
+
 def permutation_count(prompt: str) -> int:
     """How many prompts ``prompt`` expands into (:func:`permutations`), without making them."""
     if not any(char in prompt for char in "{}\\"):
@@ -297,7 +323,9 @@ def expansion(prompt: str, cap: int, repeat: int = 1) -> Expansion:
     read the same once their spaces are normalised (``{, } cat``, ``{a, a}``) are kept once, the
     first time, and counted in ``dropped``. :class:`CommandError` explaining the cap when the
     combinations (before the duplicates are dropped) times ``repeat`` are more than ``cap``, or
-    naming a brace out of place."""
+    naming a brace out of place or an aspect ratio among the choices
+    (:func:`refuse_permuted_aspect`)."""
+    refuse_permuted_aspect(prompt)
     count = permutation_count(prompt)
     total = count * repeat
     if total > cap:

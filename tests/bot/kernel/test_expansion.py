@@ -14,6 +14,7 @@ from bot.kernel import (
     name_the_saved,
     permutation_count,
     permutations,
+    refuse_permuted_aspect,
     splice,
     take_repeat,
     with_suffix,
@@ -133,6 +134,27 @@ def test_a_stray_brace_is_named() -> None:
         permutations("{red, blue fox", 10)
     with pytest.raises(CommandError, match="without its"):
         permutations("red} fox", 10)
+
+
+@pytest.mark.parametrize(
+    ("prompt", "flag"),
+    [
+        ("a fox --ar {16:9, 1:1}", "--ar"),
+        ("a fox --ar={16:9,1:1}", "--ar"),
+        ("a fox —aspect {2:3, 3:2}", "--aspect"),
+        ("{a fox --ar 16:9, a cat}", "--ar"),
+    ],
+)
+def test_an_aspect_ratio_among_the_choices_is_refused_saying_why(prompt: str, flag: str) -> None:
+    with pytest.raises(CommandError) as refused:
+        expansion(prompt, 10)
+    assert str(refused.value) == (
+        f"{flag} cannot vary with {{…}} choices: the jobs of one command share one aspect "
+        f"ratio. Give one ratio (like {flag} 16:9) outside the braces, and run the command "
+        "again for another."
+    )
+    refuse_permuted_aspect("{red, blue} fox --ar 16:9")
+    refuse_permuted_aspect("a fox \\{ --ar 16:9 --arx {a, b}")
 
 
 def test_a_written_repeat_is_taken_out_of_the_prompt() -> None:

@@ -184,6 +184,29 @@ async def test_an_uploaded_image_is_hosted_before_its_batch_is_stored(tmp_path: 
         assert len(hosted) == 1 and hosted.pop().startswith("http://127.0.0.1:")
 
 
+async def test_an_aspect_ratio_among_the_choices_is_refused_on_every_platform(
+    tmp_path: Path,
+) -> None:
+    platform = PrivatePlatform()
+    async with (
+        serve(sim_config(time_scale=0.003)) as sim,
+        running_genbot(sim, tmp_path / "genbot.db", platform=platform) as bot,
+    ):
+        actor = Actor(bot.core, platform, ALICE, CHANNEL)
+        await actor.command("imagine", "a fox --ar {16:9, 1:1}")
+        await actor.command("imagine", prompt="a fox --ar {16:9, 1:1}")
+        await actor.command("imagine", "{a fox --ar 16:9, a cat}")
+        refusal = (
+            "--ar cannot vary with {…} choices: the jobs of one command share one aspect ratio. "
+            "Give one ratio (like --ar 16:9) outside the braces, and run the command again for "
+            "another."
+        )
+        assert platform.ephemerals_for(ALICE.id) == [refusal] * 3, (
+            "typed as text (Slack, the playground) and in Discord's prompt option alike"
+        )
+        assert platform.privates == [] and imagined(sim) == []
+
+
 async def test_queued_jobs_speak_the_language_their_command_was_run_in(tmp_path: Path) -> None:
     platform = PrivatePlatform()
     options: dict[str, Any] = {"platform": platform, "limits": {"max_concurrent_jobs_per_user": 1}}
