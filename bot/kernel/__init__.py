@@ -184,6 +184,7 @@ from bot.kernel.references import (
     ReadPrompt,
     Reference,
     Role,
+    named_uploads,
     read_references,
 )
 from bot.kernel.registry import SurfaceRegistry
@@ -421,6 +422,7 @@ __all__ = [
     "name_problem",
     "name_the_saved",
     "named",
+    "named_uploads",
     "ngettext",
     "not_in_tier",
     "offered",

@@ -19,7 +19,7 @@ from __future__ import annotations
 
 import math
 import re
-from collections.abc import Mapping, Sequence
+from collections.abc import Collection, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Literal
 
@@ -147,11 +147,16 @@ def read_references(
     *,
     uploads: int = 0,
     attached: Sequence[Reference] = (),
+    named_elsewhere: Collection[str] = (),
 ) -> ReadPrompt:
     """``prompt``'s references (see the module docstring). ``uploads``: how many images came
     with a text command (``#N`` names one; those no word names are image prompts);
     ``attached``: references whose role the platform gave (Discord's options), after those of
-    the text. :class:`CommandError` names what is wrong."""
+    the text; ``named_elsewhere``: the keys of images another prompt of the same command names
+    (``{#1, #2} fox`` is two prompts, each naming one image): such an image is used where it is
+    named, not added to this prompt as an image prompt — which images no word names is decided
+    across the whole command (:func:`named_uploads`). :class:`CommandError` names what is
+    wrong."""
     words = prompt.split()
     references: list[Reference] = []
     codes: list[str] = []
@@ -198,12 +203,24 @@ def read_references(
         leading = False
         rest.append(word)
     named = {ref.source for ref in references}
+    named = {*named, *named_elsewhere}
     unnamed = [upload_key(n) for n in range(1, uploads + 1) if upload_key(n) not in named]
     references += [Reference("image", key) for key in unnamed]
     references += attached
     read = ReadPrompt(tuple(references), " ".join(rest), tuple(codes), tuple(weights.items()))
     _check(read)
     return read
+
+
+def named_uploads(prompts: Sequence[str], uploads: int) -> frozenset[str]:
+    """The keys of the images sent with a command that some of its ``prompts`` (what its
+    ``{…}`` choices expand into) name; :class:`CommandError` for a prompt that is refused."""
+    keys = [upload_key(number) for number in range(1, uploads + 1)]
+    named: set[str] = set()
+    for prompt in prompts:
+        read = read_references(prompt, uploads=uploads, named_elsewhere=keys)
+        named.update(read.attached)
+    return frozenset(named)
 
 
 def _flag(word: str) -> str:

@@ -38,7 +38,7 @@ from typing import Any, ClassVar, Final
 from bot.features.jobs.admission import Tiers
 from bot.features.jobs.batch_queue import BatchQueue, new_batch, not_started
 from bot.features.jobs.estimates import Estimates
-from bot.features.jobs.images import ImageJobs
+from bot.features.jobs.images import NAMED_UPLOADS, ImageJobs, sent_images
 from bot.features.jobs.prompt_translation import PromptTranslation, ScreensPrompts
 from bot.features.jobs.starter import JobStarter
 from bot.kernel import (
@@ -60,7 +60,9 @@ from bot.kernel import (
     _,
     expansion,
     named,
+    named_uploads,
     ngettext,
+    read_references,
     sentences,
     take_repeat,
 )
@@ -130,6 +132,8 @@ class Batches:
         single = {name: value for name, value in options.items() if name != "repeat"}
         expanded = expansion(prompt, self._limits.max_jobs_per_command, repeat)
         prompts, dropped = expanded.prompts, expanded.dropped
+        if len(set(prompts)) > 1:
+            single.update(self._references_checked(event, prompts))
         jobs = [{**single, "prompt": prompt} for prompt in prompts]
         alone = len(jobs) == 1 and not dropped
         if alone and not self._may_cost_over(self._limits.confirm_above_credits):
@@ -142,6 +146,18 @@ class Batches:
         self._refuse_without_privates(event)
         attachments = await self.hosted(event)
         await self.preview(event, prompts, mode, {"jobs": jobs}, attachments, dropped=dropped)
+
+    @staticmethod
+    def _references_checked(event: Command, prompts: Sequence[str]) -> dict[str, OptionValue]:
+        """Check the references of each of a command's ``prompts`` (what its ``{…}`` choices
+        expand into) before any preview, deciding across them all which images sent with it
+        are named (:func:`bot.kernel.named_uploads`: each used only where named; one no prompt
+        names goes to every job); the option telling each job which, when images came."""
+        uploads, given = sent_images(event)
+        named = named_uploads(prompts, uploads)
+        for prompt in dict.fromkeys(prompts):
+            read_references(prompt, uploads=uploads, attached=given, named_elsewhere=named)
+        return {NAMED_UPLOADS: " ".join(sorted(named))} if uploads else {}
 
     def previews(self, count: int, mode: str) -> bool:
         """Whether ``count`` imagines in ``mode`` are shown in a preview first: several, or

@@ -103,6 +103,10 @@ and Make Square)."""
 RESULT = "result"
 """The key a Use-as-reference form's image has among the prompt's references."""
 BLEND_OPTIONS = ("image1", "image2", "image3", "image4", "image5")
+NAMED_UPLOADS = "named_uploads"
+"""The option of one job of a command whose ``{…}`` choices expand into several prompts: the
+keys of the images sent with it that some of its prompts name (space-separated), each used only
+where named (:func:`bot.kernel.named_uploads`)."""
 
 
 def _named(key: str, file: Attachment) -> str:
@@ -110,6 +114,18 @@ def _named(key: str, file: Attachment) -> str:
     option naming its role) the file's name."""
     number = key.removeprefix(UPLOAD_PREFIX)
     return f"#{number}" if key.startswith(UPLOAD_PREFIX) and number.isdigit() else file.filename
+
+
+def sent_images(event: Command) -> tuple[int, list[Reference]]:
+    """How many images came with ``event`` named by number (``#2``: text platforms), and those
+    whose role the platform's option gave (Discord's)."""
+    uploads = sum(1 for key in event.attachments if key.startswith(UPLOAD_PREFIX))
+    given = [
+        Reference(role, name)
+        for name, role in REFERENCE_OPTIONS.items()
+        if name in event.attachments
+    ]
+    return uploads, given
 
 
 def read_form(event: ModalSubmit) -> ZoomInput | RegionInput | ReferenceInput | str:
@@ -184,13 +200,9 @@ class ImageJobs:
         admit a job, and the prompt written with their URLs."""
         skip = options.get("skip_prompt_check")
         prompt = str(options["prompt"])
-        uploads = sum(1 for key in event.attachments if key.startswith(UPLOAD_PREFIX))
-        given = [
-            Reference(role, name)
-            for name, role in REFERENCE_OPTIONS.items()
-            if name in event.attachments
-        ]
-        read = read_references(prompt, uploads=uploads, attached=given)
+        uploads, given = sent_images(event)
+        elsewhere = str(options.get(NAMED_UPLOADS, "")).split()
+        read = read_references(prompt, uploads=uploads, attached=given, named_elsewhere=elsewhere)
         files = {key: event.attachments[key] for key in read.attached}
         aspect_ratio, process_mode = _text(options, "aspect_ratio"), _text(options, "process_mode")
         skip_check = bool(skip) if skip is not None else None

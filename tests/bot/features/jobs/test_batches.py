@@ -184,6 +184,36 @@ async def test_an_uploaded_image_is_hosted_before_its_batch_is_stored(tmp_path: 
         assert len(hosted) == 1 and hosted.pop().startswith("http://127.0.0.1:")
 
 
+async def test_images_among_the_choices_are_decided_across_the_whole_command(
+    tmp_path: Path,
+) -> None:
+    platform = PrivatePlatform()
+    options: dict[str, Any] = {"platform": platform, "webhooks": True}
+    owl, fox = (Attachment(f"{n}.png", data=png(), content_type="image/png") for n in "ab")
+    async with (
+        serve(sim_config(time_scale=0.003, insecure_webhooks=True)) as sim,
+        running_genbot(sim, tmp_path / "genbot.db", **options) as bot,
+    ):
+        actor = Actor(bot.core, platform, ALICE, CHANNEL)
+        await actor.command("imagine", "{#1, #3} owl", upload1=owl, upload2=fox)
+        assert platform.privates == [], "refused before any preview, not at Run"
+        assert platform.ephemerals_for(ALICE.id) == [
+            "#3 names image 3 sent with the command, but only 2 came with it: attach the images "
+            "(on Slack, share them in the channel first), then name them #1, #2…"
+        ]
+
+        await actor.command("imagine", "{#1, #2} owl", upload1=owl, upload2=fox)
+        [preview] = platform.privates
+        assert "**2 jobs**" in preview.text and "\n1. #1 owl\n2. #2 owl\n" in preview.text
+        await run_pressed(bot, platform, "Run 2 jobs")
+        await until(lambda: asyncio.sleep(0, len(imagined(sim)) == 2))
+        prompts = [prompt.split() for prompt in imagined(sim)]
+        assert [words[1:] for words in prompts] == [["owl"], ["owl"]], (
+            "each job has the one image its choice names, not the other as an image prompt too"
+        )
+        assert prompts[0][0] != prompts[1][0]
+
+
 async def test_an_aspect_ratio_among_the_choices_is_refused_on_every_platform(
     tmp_path: Path,
 ) -> None:
