@@ -56,6 +56,7 @@ from bot.features.jobs.batch_queue import BatchQueue
 from bot.features.jobs.batches import Batches
 from bot.features.jobs.copies import ResultCopies
 from bot.features.jobs.described_prompts import ALL, DescribedPrompts
+from bot.features.jobs.form_prompts import FormPrompts
 from bot.features.jobs.messages import JobMessagesStorage
 from bot.features.jobs.prompt_translation import PromptTranslation, ScreensPrompts
 from bot.features.jobs.starter import StarterStorage
@@ -310,7 +311,8 @@ def build_job_engines(
         upstream_cdn_hosts=settings.api.upstream_cdn_hosts,
         keys=provider.keys,
     )
-    images = ImageJobs(starter, provider, media, store.settings)
+    form_prompts = FormPrompts(SavedExpansion(store.preferences), screen)
+    images = ImageJobs(starter, provider, media, store.settings, form_prompts)
     described = DescribedPrompts(starter, provider, screen)
     queue = BatchQueue(
         images,
@@ -372,7 +374,7 @@ def build_job_engines(
             deliveries_waiting=lambda: tracker.deliveries_waiting,
             holds_jobs=lambda: tracker.holds_jobs,
         ),
-        DescribeButtons(starter, provider, store.settings, described, batches),
+        DescribeButtons(starter, provider, store.settings, described, batches, form_prompts),
         UploadForms(starter, images),
         PreviewButtons(starter, images, media),
         batches,

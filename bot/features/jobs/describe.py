@@ -31,8 +31,8 @@ from bot.features.jobs.described_prompts import (
     pressed_already,
 )
 from bot.features.jobs.follow_up_calls import values_digest
+from bot.features.jobs.form_prompts import FormPrompts, read_form_prompt
 from bot.features.jobs.forms import PROMPT_FIELD, pick_form
-from bot.features.jobs.input_checks import check_form_prompt
 from bot.features.jobs.params import DescribeParams, JobResult
 from bot.features.jobs.starter import JobSpec, JobStarter, TaskCall
 from bot.kernel import (
@@ -68,8 +68,12 @@ class DescribeButtons:
         settings: SettingsReader,
         prompts: DescribedPrompts,
         batches: Batches,
+        form_prompts: FormPrompts | None = None,
     ) -> None:
+        """``form_prompts`` reads an edited prompt (None: without saved options or moderation,
+        :class:`FormPrompts`)."""
         self._starter = starter
+        self._form_prompts = form_prompts or FormPrompts(None, None)
         self._tasks = provider.tasks
         self._settings = settings
         self._described = prompts
@@ -97,25 +101,28 @@ class DescribeButtons:
             await self._starter.outbox.write(event.place, form, WritePolicy.NOW)
 
     def check_modal(self, event: ModalSubmit) -> None:
-        """The edited prompt's own checks (:class:`~bot.kernel.FormError` beside it)."""
+        """The edited prompt's own checks (:class:`~bot.kernel.FormError` beside it): an
+        ``/imagine`` prompt's (:func:`read_form_prompt`)."""
         prompt = event.values.get(PROMPT_FIELD, "").strip()
         if not prompt:
             raise FormError(PROMPT_FIELD, _("The prompt is empty; write what to imagine."))
-        check_form_prompt(prompt)
+        read_form_prompt(prompt)
 
     async def on_modal(self, event: ModalSubmit, referent: JobReferent) -> None:
-        """Imagine the edited prompt (the form comes back when it is refused)."""
+        """Imagine the edited prompt, read as ``/imagine``'s is (:class:`FormPrompts`: the
+        user's saved options and suffix put in); the form comes back when it is refused."""
         parent = referent.job
         self._number(event.action, self._prompts(parent))
         prompt = event.values.get(PROMPT_FIELD, "").strip()
         try:
             self.check_modal(event)
+            read = await self._form_prompts.read(event, prompt, new=True)
         except CommandError as error:
             again = pick_form(event.action, parent.id, prompt)
             await self._starter.reopen(event, again, error)
             return
         key = f"{event.action}:{values_digest(prompt)}"
-        await self._described.start(event, parent, prompt, key)
+        await self._described.start(event, parent, read, key)
 
     @staticmethod
     def _prompts(parent: Job) -> list[str]:

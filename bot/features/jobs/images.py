@@ -22,6 +22,7 @@ from __future__ import annotations
 
 import asyncio
 from collections.abc import Mapping, Sequence
+from dataclasses import replace
 from typing import Any, ClassVar, get_args
 
 from bot.api import (
@@ -42,8 +43,8 @@ from bot.features.jobs.follow_up_calls import (
     values_digest,
 )
 from bot.features.jobs.follow_ups import ParentTask, parent_task, version_for
+from bot.features.jobs.form_prompts import FormPrompts, read_form_prompt
 from bot.features.jobs.forms import (
-    PROMPT_FIELD,
     ReferenceInput,
     RegionInput,
     ZoomInput,
@@ -56,7 +57,7 @@ from bot.features.jobs.forms import (
     read_zoom,
     shape_key,
 )
-from bot.features.jobs.input_checks import check_attachment, check_form_prompt, check_prompt
+from bot.features.jobs.input_checks import check_attachment, check_prompt
 from bot.features.jobs.masks import build_mask
 from bot.features.jobs.params import BlendParams, DescribeParams, ImageParams, JobResult
 from bot.features.jobs.region_preview import RegionPreviews
@@ -72,7 +73,6 @@ from bot.kernel import (
     Command,
     CommandError,
     Event,
-    FormError,
     MediaError,
     MediaFetcher,
     ModalSubmit,
@@ -130,19 +130,17 @@ def sent_images(event: Command) -> tuple[int, list[Reference]]:
 
 def read_form(event: ModalSubmit) -> ZoomInput | RegionInput | ReferenceInput | str:
     """A submitted Custom Zoom, Vary (Region), Use as reference or Remix form (a remix form is
-    its prompt), validated (prompt included); :class:`CommandError` says what is wrong."""
+    its prompt), validated (its prompt as typed: :func:`read_form_prompt`; the user's saved
+    options are put in when it runs, :class:`FormPrompts`); :class:`CommandError` says what is
+    wrong."""
     form: ZoomInput | RegionInput
     if event.action == REFERENCE_ACTION:
         reference = read_reference(event.values)
-        check_form_prompt(reference.prompt)
-        try:
-            read_references(reference.prompt, attached=(Reference(reference.role, RESULT),))
-        except CommandError as error:
-            raise FormError(PROMPT_FIELD, str(error)) from None
+        read_form_prompt(reference.prompt, attached=(Reference(reference.role, RESULT),))
         return reference
     if event.action in REMIX_ACTIONS:
         prompt = read_remix(event.values)
-        check_form_prompt(prompt)
+        read_form_prompt(prompt)
         return prompt
     if event.action == "outpaint_custom":
         form = read_zoom(event.values)
@@ -151,7 +149,7 @@ def read_form(event: ModalSubmit) -> ZoomInput | RegionInput | ReferenceInput | 
     else:
         raise UserError(_("This form is no longer supported."))
     if form.prompt is not None:
-        check_form_prompt(form.prompt)
+        read_form_prompt(form.prompt)
     return form
 
 
@@ -176,8 +174,12 @@ class ImageJobs:
         provider: ProviderClient,
         media: MediaFetcher,
         settings: SettingsReader,
+        prompts: FormPrompts | None = None,
     ) -> None:
+        """``prompts`` reads the prompts typed in its forms (None: without saved options or
+        moderation, :class:`FormPrompts`)."""
         self._starter = starter
+        self._prompts = prompts or FormPrompts(None, None)
         self._settings = settings
         self._tasks = provider.tasks
         self._media = media
@@ -422,7 +424,7 @@ class ImageJobs:
         origin = self._check_origin(parent, action)
         follow_up = FOLLOW_UPS.get(action)
         try:
-            form = read_form(event)
+            form = await self._read(event, read_form(event))
         except CommandError as error:
             image = parent.result_urls[0] if parent.result_urls else ""
             again = form_for(
@@ -436,13 +438,14 @@ class ImageJobs:
         if isinstance(form, str):
             changed = form if form != parent.prompt else None
             given = FollowUpInput(origin.task_id, aspect, prompt=changed)
-            key = f"{action}:{values_digest(form)}"
+            key = f"{action}:{values_digest(read_remix(event.values))}"
             await self._derive(event, parent, origin, follow_up, given, key, prompt=form)
         elif isinstance(form, ZoomInput):
             given = FollowUpInput(
                 origin.task_id, aspect, prompt=form.prompt, zoom_ratio=form.zoom_ratio
             )
-            key = f"{event.action}:{values_digest(form.zoom_ratio, form.prompt)}"
+            as_typed = read_zoom(event.values).prompt
+            key = f"{event.action}:{values_digest(form.zoom_ratio, as_typed)}"
             await self._derive(
                 event,
                 parent,
@@ -454,9 +457,25 @@ class ImageJobs:
                 zoom_ratio=form.zoom_ratio,
             )
         else:
-            digest = values_digest([shape_key(shape) for shape in form.regions], form.prompt)
+            area = read_region(event.values)
+            digest = values_digest([shape_key(shape) for shape in area.regions], area.prompt)
             if not await self._previews.offer(event, parent, form, digest, event.values):
-                await self.vary_region(event, parent, form, digest)
+                await self._vary_region(event, parent, form, digest)
+
+    async def _read(
+        self, event: ModalSubmit, form: ZoomInput | RegionInput | ReferenceInput | str
+    ) -> ZoomInput | RegionInput | ReferenceInput | str:
+        """``form`` (:func:`read_form`'s) with its prompt read as ``/imagine``'s is
+        (:class:`FormPrompts`: the user's saved options put in, screened)."""
+        if isinstance(form, str):
+            return await self._prompts.read(event, form)
+        if isinstance(form, ReferenceInput):
+            attached = (Reference(form.role, RESULT),)
+            read = await self._prompts.read(event, form.prompt, new=True, attached=attached)
+            return replace(form, prompt=read)
+        if form.prompt is None:
+            return form
+        return replace(form, prompt=await self._prompts.read(event, form.prompt))
 
     async def _use_as_reference(self, event: ModalSubmit, parent: Job) -> None:
         """Imagine the submitted prompt with ``parent``'s image in the chosen role: the image is
@@ -464,7 +483,7 @@ class ImageJobs:
         is passed on."""
         image = self._reference_image(parent)
         try:
-            form = read_form(event)
+            form = await self._read(event, read_form(event))
         except CommandError as error:
             again = form_for(event.action, parent.id, "", values=event.values)
             await self._starter.reopen(event, again, error)
@@ -495,7 +514,14 @@ class ImageJobs:
         return parent.result_urls[0]
 
     async def vary_region(self, event: Event, parent: Job, form: RegionInput, digest: str) -> None:
-        """Start Vary (Region) of ``parent`` with ``form`` (``digest``: its values')."""
+        """Start Vary (Region) of ``parent`` with ``form`` (``digest``: its values'), its prompt
+        read as typed in the form (a preview's ▶️ Run: :class:`FormPrompts`)."""
+        if form.prompt is not None and isinstance(event, ModalSubmit | ButtonPress):
+            form = replace(form, prompt=await self._prompts.read(event, form.prompt))
+        await self._vary_region(event, parent, form, digest)
+
+    async def _vary_region(self, event: Event, parent: Job, form: RegionInput, digest: str) -> None:
+        """Start Vary (Region) of ``parent`` with ``form``, its prompt read."""
         origin = self._check_origin(parent, "vary_region")
         follow_up = FOLLOW_UPS["vary_region"]
         size = await self._image_size(parent)

@@ -16,12 +16,10 @@ from __future__ import annotations
 import mimetypes
 import re
 
-from bot.features.jobs.forms import PROMPT_FIELD
 from bot.kernel import (
     MAX_SEED,
     Attachment,
     CommandError,
-    FormError,
     _,
     format_bytes,
     parse_aspect_ratio,
@@ -86,14 +84,6 @@ def check_prompt(prompt: str) -> None:
                     example=VALUED_FLAGS[word.lower()],
                 )
             )
-
-
-def check_form_prompt(prompt: str) -> None:
-    """:func:`check_prompt` for a form's prompt field (the error comes back beside it)."""
-    try:
-        check_prompt(prompt)
-    except CommandError as error:
-        raise FormError(PROMPT_FIELD, str(error)) from None
 
 
 def check_attachment(attachment: Attachment, max_bytes: int) -> None:

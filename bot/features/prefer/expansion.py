@@ -7,7 +7,9 @@ suffix. What the user types wins over the suffix: its options already set by the
 a typed option (Discord's ``aspect_ratio``), are left out, and a prompt with nothing visible
 gets no suffix (it is refused as typed; :func:`bot.kernel.with_suffix`). A text command is
 expanded as a whole (a saved ``--ar 16:9`` becomes the aspect ratio); a command with typed
-options (Discord) in its prompt.
+options (Discord) in its prompt. A prompt typed in a form (Remix, Custom Zoom, Vary (Region), Use
+as reference, a describe pick) is expanded as ``/imagine``'s prompt option is
+(:meth:`SavedExpansion.spliced`; :mod:`bot.features.jobs.form_prompts`).
 """
 
 from __future__ import annotations
@@ -15,9 +17,11 @@ from __future__ import annotations
 from dataclasses import replace
 from typing import Final
 
-from bot.kernel import COMMANDS_BY_NAME, Command, splice, with_suffix
+from bot.kernel import COMMANDS_BY_NAME, Command, Event, Spliced, splice, with_suffix
 from storage import Preferences, SavedOption
 
+IMAGINE: Final = COMMANDS_BY_NAME["imagine"]
+"""The command whose prompt a form's prompt is read as."""
 SUFFIX_KEY: Final = "+suffix"
 """The suffix is kept as a saved option of this name (no option name can start with ``+``)."""
 
@@ -40,6 +44,19 @@ class SavedExpansion:
         """The names of the user's saved options that apply in ``channel_id``."""
         saved = applying(await self._store.options(platform, user_id, channel_id))
         return tuple(sorted(name for name in saved if name != SUFFIX_KEY))
+
+    async def spliced(self, event: Event, prompt: str, *, suffix: bool) -> Spliced:
+        """``prompt``, typed in a form of ``event``'s, as ``/imagine``'s prompt option is
+        expanded: the user's saved options put in (:class:`~bot.kernel.CommandError` for a
+        ``--word`` that is none) and, with ``suffix`` (a form that writes a new prompt, not one
+        that edits a prompt which has its suffix already), their suffix appended."""
+        place = event.place
+        saved = applying(await self._store.options(place.platform, event.user.id, place.channel_id))
+        added = saved.pop(SUFFIX_KEY, "")
+        spliced = splice(prompt, saved, IMAGINE)
+        if not suffix:
+            return spliced
+        return replace(spliced, text=with_suffix(spliced.text, added, IMAGINE))
 
     async def expand(self, event: Command) -> tuple[Command, tuple[tuple[str, str], ...]]:
         """``event`` with its user's saved options and suffix put in, and which saved options
