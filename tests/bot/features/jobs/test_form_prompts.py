@@ -78,7 +78,7 @@ async def test_a_saved_option_put_in_a_form_is_screened(tmp_path: Path) -> None:
 async def test_a_describe_pick_and_a_custom_zoom_put_the_saved_options_in(tmp_path: Path) -> None:
     async with harness(tmp_path) as bot:
         alice = bot.actor()
-        origin, grid = await remix_form_of(bot, alice)
+        __, grid = await remix_form_of(bot, alice)
         up_job, upscale = await press(bot, alice, grid, "U1")
         await alice.press(upscale, "Custom Zoom")
         _, zoom = bot.platform.modals[-1]
