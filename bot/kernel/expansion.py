@@ -357,10 +357,10 @@ def _too_many(total: int, count: int, repeat: int, cap: int) -> str:
         return ngettext(
             "This would start {n} job (--repeat {repeat}); genbot starts at most {cap} jobs "
             "for one command ([limits] max_jobs_per_command), so each stays a choice you can "
-            "follow. Use fewer {{…}} choices or a smaller --repeat.",
+            "follow. Use a smaller --repeat.",
             "This would start {n} jobs (--repeat {repeat}); genbot starts at most {cap} jobs "
             "for one command ([limits] max_jobs_per_command), so each stays a choice you can "
-            "follow. Use fewer {{…}} choices or a smaller --repeat.",
+            "follow. Use a smaller --repeat.",
             total,
             repeat=repeat,
             cap=cap,
@@ -368,10 +368,10 @@ def _too_many(total: int, count: int, repeat: int, cap: int) -> str:
     return ngettext(
         "This would start {n} job ({count} prompts); genbot starts at most {cap} jobs for one "
         "command ([limits] max_jobs_per_command), so each stays a choice you can follow. "
-        "Use fewer {{…}} choices or a smaller --repeat.",
+        "Use fewer {{…}} choices.",
         "This would start {n} jobs ({count} prompts); genbot starts at most {cap} jobs for one "
         "command ([limits] max_jobs_per_command), so each stays a choice you can follow. "
-        "Use fewer {{…}} choices or a smaller --repeat.",
+        "Use fewer {{…}} choices.",
         total,
         count=count,
         cap=cap,

@@ -261,9 +261,9 @@ class Batches:
         total = each * count
         if recorded:
             head = ngettext(
-                "**{n} job** of {imagine} ({mode}) — estimated **{total} credits** ({n} × "
-                "{each}: what such jobs were charged here lately):",
-                "**{n} jobs** of {imagine} ({mode}) — estimated **{total} credits** ({n} × "
+                "**{n} job** of {imagine} in {mode} mode — estimated **{total} credits** (what "
+                "such a job was charged here lately):",
+                "**{n} jobs** of {imagine} in {mode} mode — estimated **{total} credits** ({n} × "
                 "{each}: what such jobs were charged here lately):",
                 count,
                 imagine=named("imagine"),
@@ -273,9 +273,9 @@ class Batches:
             )
         else:
             head = ngettext(
-                "**{n} job** of {imagine} ({mode}) — estimated **{total} credits** ({n} × "
-                "{each}: genbot's default price, until it has recorded what such jobs cost here):",
-                "**{n} jobs** of {imagine} ({mode}) — estimated **{total} credits** ({n} × "
+                "**{n} job** of {imagine} in {mode} mode — estimated **{total} credits** "
+                "(genbot's default price, until it has recorded what such jobs cost here):",
+                "**{n} jobs** of {imagine} in {mode} mode — estimated **{total} credits** ({n} × "
                 "{each}: genbot's default price, until it has recorded what such jobs cost here):",
                 count,
                 imagine=named("imagine"),
@@ -297,51 +297,54 @@ class Batches:
                     dropped,
                 )
             )
-        lines.append(await self._budget_line(event, total))
+        lines.append(await self._budget_line(event, total, count))
         free = await self._free(event, count)
         if free is not None and free < count:
             capped = ngettext(
-                "Your jobs at once are capped: {n} starts at once.",
-                "Your jobs at once are capped: {n} start at once.",
+                "Your cap of jobs at once lets {n} start now.",
+                "Your cap of jobs at once lets {n} start now.",
                 free,
             )
             queued = ngettext(
-                "The other {n} waits in the queue and starts when one of your jobs finishes.",
-                "The other {n} wait in the queue and start as your jobs finish.",
+                "The other {n} waits in the queue, starting when one of your jobs finishes.",
+                "The other {n} wait in the queue, each starting when one of your jobs finishes.",
                 count - free,
             )
             lines.append(sentences(capped, queued))
         minutes = round(PREVIEW_SECONDS / 60)
         lines.append(
-            _(
+            ngettext(
+                "Press Run to start it, or Cancel; this preview expires in {minutes} min.",
                 "Press Run to start them, or Cancel; this preview expires in {minutes} min.",
+                count,
                 minutes=minutes,
             )
         )
         return "\n".join(lines)
 
-    async def _budget_line(self, event: Event, total: int) -> str:
+    async def _budget_line(self, event: Event, total: int, count: int) -> str:
+        """What is left of the user's daily budget, and whether the ``count`` jobs, estimated
+        at ``total`` credits, may go past it."""
         platform, user = event.place.platform, event.user
         quota = self._tiers.quota_for(platform, user)
         if quota.max_daily_credits <= 0:
-            return _("You have no daily credit budget.")
+            return _("Your daily budget has no limit.")
         spent = (await self._ledger.spent(platform, user.id, quota.refill)).credits
         left = max(0, quota.max_daily_credits - spent)
-        if total > left:
-            return ngettext(
-                "Your budget left: {left} of {n} credit. These jobs may cost more: the ones "
-                "past it will be refused.",
-                "Your budget left: {left} of {n} credits. These jobs may cost more: the ones "
-                "past it will be refused.",
-                quota.max_daily_credits,
-                left=left,
-            )
-        return ngettext(
-            "Your budget left: {left} of {n} credit.",
-            "Your budget left: {left} of {n} credits.",
+        budget = ngettext(
+            "Your daily budget left: {left} of {n} credit.",
+            "Your daily budget left: {left} of {n} credits.",
             quota.max_daily_credits,
             left=left,
         )
+        if total <= left:
+            return budget
+        over = ngettext(
+            "This job may cost more than that: if it does, it is refused.",
+            "These jobs may cost more than that: those past it are refused.",
+            count,
+        )
+        return sentences(budget, over)
 
     async def on_button(self, event: ButtonPress, referent: BatchReferent) -> None:
         """Run the previewed jobs (once), or cancel them; either way the preview's buttons are

@@ -126,12 +126,12 @@ async def test_permutations_and_repeats_are_previewed_then_run_once(
             c["id"] for c in fake.guild_commands[fake.guild_id] if c["name"] == "imagine"
         )
         assert (
-            f"**4 jobs** of </imagine:{imagine}> (relax) — estimated **16 credits** (4 × 4"
+            f"**4 jobs** of </imagine:{imagine}> in relax mode — estimated **16 credits** (4 × 4"
             in preview.content
         )
         assert "1. red fox\n2. red fox\n3. blue fox\n4. blue fox" in preview.content
-        assert "Your budget left: 200 of 200 credits." in preview.content
-        assert "3 start at once. The other 1 waits in the queue" in preview.content
+        assert "Your daily budget left: 200 of 200 credits." in preview.content
+        assert "lets 3 start now. The other 1 waits in the queue" in preview.content
         assert [b["label"] for b in preview.buttons] == ["Run 4 jobs", "Cancel"]
         assert not creations(sim, "imagine") and not await genbot.all_jobs()
 

@@ -125,8 +125,15 @@ def test_combinations_that_read_the_same_are_kept_once() -> None:
 def test_permutations_past_the_cap_are_refused_explaining_it() -> None:
     with pytest.raises(CommandError, match=r"12 jobs \(3 prompts × --repeat 4\).*at most 10"):
         permutations("{a, b, c} fox", 10, repeat=4)
-    with pytest.raises(CommandError, match="max_jobs_per_command"):
+    with pytest.raises(CommandError, match="max_jobs_per_command") as choices:
         permutations("{a, b} {c, d} {e, f} {g, h}", 10)
+    assert str(choices.value).endswith("follow. Use fewer {…} choices."), "no --repeat to lower"
+    with pytest.raises(CommandError) as repeats:
+        permutations("a fox", 2, repeat=3)
+    assert str(repeats.value).endswith("follow. Use a smaller --repeat."), "no {…} to drop"
+    with pytest.raises(CommandError) as both:
+        permutations("{a, b} fox", 3, repeat=2)
+    assert str(both.value).endswith("Use fewer {…} choices or a smaller --repeat.")
 
 
 def test_a_stray_brace_is_named() -> None:

@@ -108,7 +108,7 @@ async def test_jobs_past_the_cap_wait_in_the_queue_and_start_after_a_restart(
     async with serve(sim_config(time_scale=1.0, clock_start=1_700_000_000)) as sim:
         async with running_genbot(sim, db, **options) as bot:
             await Actor(bot.core, platform, ALICE, CHANNEL).command("imagine", "{a, b, c} owl")
-            assert "capped: 1 starts at once. The other 2 wait in" in platform.privates[0].text
+            assert "lets 1 start now. The other 2 wait in" in platform.privates[0].text
             await run_pressed(bot, platform, "Run 3 jobs")
             assert imagined(sim) == ["a owl"]
             [told] = platform.ephemerals_for(ALICE.id)
@@ -155,7 +155,13 @@ async def test_one_job_estimated_above_the_threshold_is_previewed_first(tmp_path
 
         await actor.command("imagine", "a dear fox --fast")
         [preview] = platform.privates
-        assert preview.text.startswith("**1 job** of `/imagine` (fast) — estimated **8 credits**")
+        assert preview.text == (
+            "**1 job** of `/imagine` in fast mode — estimated **8 credits** (genbot's default "
+            "price, until it has recorded what such jobs cost here):\n"
+            "1. a dear fox\n"
+            "Your daily budget left: 200 of 200 credits.\n"
+            "Press Run to start it, or Cancel; this preview expires in 5 min."
+        ), "one job: no 1 × 8, and it, not them"
         assert [b.label for row in preview.buttons for b in row] == ["Run", "Cancel"]
         assert imagined(sim) == ["a cheap fox"]
         await run_pressed(bot, platform, "Run")
@@ -273,8 +279,8 @@ async def test_one_job_waiting_is_told_in_the_singular(tmp_path: Path) -> None:
     ):
         await Actor(bot.core, platform, ALICE, CHANNEL).command("imagine", "{a, b, c, d} owl")
         assert (
-            "Your jobs at once are capped: 3 start at once. The other 1 waits in the queue and "
-            "starts when one of your jobs finishes."
+            "Your cap of jobs at once lets 3 start now. The other 1 waits in the queue, starting "
+            "when one of your jobs finishes."
         ) in platform.privates[0].text
         await run_pressed(bot, platform)
         assert platform.ephemerals_for(ALICE.id) == [
@@ -292,7 +298,10 @@ async def test_combinations_giving_one_prompt_are_previewed_and_run_once(tmp_pat
         actor = Actor(bot.core, platform, ALICE, CHANNEL)
         await actor.command("imagine", "{,,,,} cat")
         [preview] = platform.privates
-        assert preview.text.startswith("**1 job** of `/imagine` (relax) — estimated **4 credits**")
+        assert preview.text.startswith(
+            "**1 job** of `/imagine` in relax mode — estimated **4 credits** (genbot's default "
+            "price, until it has recorded what such jobs cost here):\n"
+        )
         assert "\n1. cat\n4 duplicates left out: combinations of the {…} choices" in preview.text
         await actor.command("imagine", "{a, a} {b , b } {x, y}")
         assert "**2 jobs**" in platform.privates[-1].text

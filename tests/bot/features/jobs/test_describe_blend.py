@@ -115,7 +115,7 @@ async def test_imagine_all_is_a_batch_whose_jobs_past_the_cap_queue_and_start_on
             assert first.text.startswith("**4 jobs** of `/imagine`"), first.text
             listed = "\n".join(f"{n}. {p}" for n, p in enumerate(prompts, start=1))
             assert listed in first.text
-            assert "capped: 3 start at once. The other 1 waits in the queue" in first.text
+            assert "lets 3 start now. The other 1 waits in the queue" in first.text
             assert [b.label for row in first.buttons for b in row] == ["Run 4 jobs", "Cancel"]
             assert imagined(sim) == [], "nothing starts before Run"
 
