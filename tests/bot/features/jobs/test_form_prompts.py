@@ -8,6 +8,7 @@ from pathlib import Path
 
 from storage import ModerationRule, SavedOption
 from tests.bot.features.jobs.support import bodies, press, run_command
+from tests.bot.features.jobs.test_region_preview import PreviewingPlatform
 from tests.bot.harness import Genbot, harness
 from tests.bot.test_router import moderated
 from tests.fakes.platform import Actor, PostedMessage
@@ -16,7 +17,8 @@ NEON = "--style raw --s 250"
 
 
 async def remix_form_of(bot: Genbot, alice: Actor) -> tuple[str, PostedMessage]:
-    """Alice's grid of "a red fox" (Remix on), and the id of its job."""
+    """Alice's grid of "a red fox" (Remix on, ``--neon`` saved, her suffix "at dusk"), and the
+    provider's id of its task."""
     await bot.store.settings.set_scope_settings("user", "fake", "alice", remix=True)
     await bot.store.preferences.set_option("fake", "alice", SavedOption("neon", NEON))
     await bot.store.preferences.set_option("fake", "alice", SavedOption("+suffix", "at dusk"))
@@ -101,3 +103,26 @@ async def test_a_describe_pick_and_a_custom_zoom_put_the_saved_options_in(tmp_pa
         await bot.result((await bot.latest_job()).id)
         last = bodies(bot.sim, "/gen/v2/imagine")[-1]
         assert last["prompt"] == f"a grey cat {NEON} at dusk", "a new prompt: the suffix too"
+
+
+async def test_a_previewed_vary_region_runs_with_the_saved_options_put_in(tmp_path: Path) -> None:
+    platform = PreviewingPlatform()
+    async with harness(tmp_path, platform=platform) as bot:
+        alice = bot.actor()
+        __, grid = await remix_form_of(bot, alice)
+        up_job, upscale = await press(bot, alice, grid, "U1")
+        await alice.press(upscale, "Vary (Region)")
+        _, modal = platform.modals[-1]
+        await alice.submit(modal, area="left half", prompt="a blue hat --neon")
+        [(origin, preview)] = platform.private
+        as_message = PostedMessage(upscale.ref, preview, origin)
+
+        await alice.press(as_message, "✏️ Edit")
+        _, again = platform.modals[-1]
+        defaults = {f.id: f.default for f in again.fields}
+        assert defaults["prompt"] == "a blue hat --neon", "as typed, to edit"
+        await alice.press(as_message, "▶️ Run")
+        await bot.result((await bot.latest_job()).id)
+        (sent,) = bodies(bot.sim, "/gen/v2/inpaint")
+        assert sent["origin_task_id"] == up_job.provider_id
+        assert sent["prompt"] == f"a blue hat {NEON}"
