@@ -1,8 +1,9 @@
 """One image task: its planned lifecycle and the records fetch, multi_fetch and webhooks return.
 
 A task's whole life is planned when it is created (seeded), so its status at any simulated time
-is a pure function of the clock: pending → (staged) → processing → (retry → processing) →
-finished or failed.
+is a pure function of the clock: (staged) → pending → processing → (retry → processing) →
+finished or failed. ``staged`` is "cached, not yet in the queue" and ``pending`` "waiting in the
+queue" (spec 3.1), so a staged task is staged before it is queued.
 """
 
 from __future__ import annotations
@@ -58,11 +59,13 @@ def plan_lifecycle(
     queue, run = (seconds * time_scale for seconds in task_rules.durations(kind, mode))
     staged = rng.random() < task_rules.STAGED_CHANCE
     retry = rng.random() < task_rules.RETRY_CHANCE and error is None and kind != "seed"
-    phases: list[tuple[str, float]] = [("pending", 0.0)]
-    elapsed = queue
+    phases: list[tuple[str, float]] = []
+    elapsed = 0.0
     if staged:
         phases.append(("staged", elapsed))
         elapsed += queue / 2
+    phases.append(("pending", elapsed))
+    elapsed += queue
     phases.append(("processing", elapsed))
     if error is not None:
         return Lifecycle(tuple(phases), elapsed + run / 2, "failed", (error,))

@@ -28,7 +28,7 @@ async def test_statuses_follow_the_planned_phases_as_time_advances(api: Api) -> 
         assert record["process_time"] == pytest.approx(elapsed if status != "finished"
                                                        else task.lifecycle.ends_after)  # fmt: skip
         seen.append(record["status"])
-    assert seen[0] == "pending" and seen[-1] == "finished" and "processing" in seen
+    assert seen[0] in ("staged", "pending") and seen[-1] == "finished" and "processing" in seen
     api.sim.advance(500)
     assert (await api.fetch(task_id))["process_time"] == task.lifecycle.ends_after
 
@@ -49,6 +49,14 @@ async def test_documented_durations_per_mode(mode: str, queue: float, run: float
         plan_lifecycle(random.Random(s), "upscale", mode, 1.0, None).ends_after  # type: ignore[arg-type]
         for s in range(40)
     ) == pytest.approx((queue + run) / 2)
+
+
+def test_a_staged_task_is_staged_before_it_is_queued() -> None:
+    # Spec 3.1: staged is "cached, not yet in the queue", pending "waiting in the queue".
+    lives = [plan_lifecycle(random.Random(s), "grid", "fast", 1.0, None) for s in range(40)]
+    starts = {tuple(status for status, _ in life.phases)[:3] for life in lives}
+    assert ("staged", "pending", "processing") in starts
+    assert all(start[:2] in (("staged", "pending"), ("pending", "processing")) for start in starts)
 
 
 async def test_relax_is_slowest_and_turbo_fastest_and_time_scale_multiplies(api: Api) -> None:
@@ -104,7 +112,7 @@ async def test_trigger_words_fail_the_task_during_execution(
     api: Api, prompt: str, message: str
 ) -> None:
     task_id = await api.create("imagine", {"prompt": prompt})
-    assert (await api.fetch(task_id))["status"] == "pending"
+    assert (await api.fetch(task_id))["status"] in ("staged", "pending")
     api.sim.advance(1000)
     record = await api.fetch(task_id)
     assert record["status"] == "failed"
