@@ -534,14 +534,16 @@ def work_of(job: Job) -> str:
 
 
 def status_word(job: Job, status: str) -> str:
-    """``Queued``, ``Starting``, ``Drawing``, ``Upscaling``, ``Describing``, ``Retrying``…"""
+    """``Queued``, ``Waiting to be queued`` (staged: cached, not yet in the provider's queue),
+    ``Drawing``, ``Upscaling``, ``Describing``, ``Retrying``…"""
     if status == "creating":
         # Translators: a running job's status, first on its progress line ("Drawing (fast) · 0:35").
         return _("Sending")
     if status in ("submitted", "pending"):
         return _("Queued")
     if status == "staged":
-        return _("Starting")
+        # Translators: the provider holds the job but has not put it in its queue yet.
+        return _("Waiting to be queued")
     if status == "retry":
         return _("Retrying")
     if status in ("finished", "posting"):

@@ -97,7 +97,7 @@ async def test_one_message_per_job_marked_buttons_and_the_region_editor(
         await expect(job).to_contain_text("Imagine")
         await expect(job.locator(".btn", has_text="❌ Cancel")).to_be_visible()
         await expect(job).to_contain_text(
-            re.compile(r"(Queued|Starting|Drawing) \(relax\) · 0:0[1-9]")
+            re.compile(r"(Queued|Waiting to be queued|Drawing) \(relax\) · 0:0[1-9]")
         )
         job_id = await job.get_attribute("data-id")
 

@@ -129,7 +129,7 @@ def _job(**fields: object) -> Job:
 @pytest.mark.parametrize(
     ("fields", "status", "line"),
     [
-        ({}, "staged", "Starting (relax) · 0:10 · about 50 s left"),
+        ({}, "staged", "Waiting to be queued (relax) · 0:10 · about 50 s left"),
         ({"type": "upscale", "action": "upscale2"}, "processing", "Upscaling (relax) · 0:10"),
         ({"prompt": "a fox --turbo"}, "retry", "Retrying (turbo) · 0:10"),
         ({"parameters": {"process_mode": "fast"}}, "pending", "Queued (fast) · 0:10"),
