@@ -103,6 +103,14 @@ class Account:
         self.fast_seconds_left -= seconds
         return mode
 
+    @property
+    def setting(self) -> Mode:
+        """The account's own mode setting (mode rule 3): ``fast``, switched to ``relax`` once
+        its fast hours are used up. It is what a task record's ``meta.process_mode`` says."""
+        if self.fast_seconds_left is not None and self.fast_seconds_left <= 0:
+            return "relax"
+        return "fast"
+
     def freeze(self, amount: int) -> bool:
         """Hold ``amount`` for a new task; ``False`` (nothing held) when the balance is short."""
         if amount > self.balance:

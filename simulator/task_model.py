@@ -88,6 +88,10 @@ class ImageTask:
     prompt: str
     version: str
     mode: Mode
+    """The mode the task runs in (timing, price)."""
+    account_mode: Mode
+    """The setting of the account it runs on when it was created: ``meta.process_mode`` ("mode
+    of the bot that processes the task"), not necessarily the mode asked for."""
     aspect: tuple[int, int]
     index: str
     task_input: dict[str, Any]
@@ -189,7 +193,7 @@ def _meta(task: ImageTask, now: float, multi: bool) -> dict[str, Any]:
         "started_at": int(task.created_at + started)
         if started is not None and elapsed >= started
         else 0,
-        "process_mode": task.mode,
+        "process_mode": task.account_mode,
         "frozen_credit": task.price,
         "task_request": task.task_request,
         "task_input": task.task_input,

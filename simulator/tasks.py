@@ -61,7 +61,7 @@ class TaskEngine:
             existing = state.task_children.get(draft.same_index_key)
             if existing is not None and state.tasks[existing].outcome != "failed":
                 raise BodyFailure(rules.SAME_INDEX)
-        mode = draft.mode
+        mode, setting = draft.mode, draft.account.setting
         if draft.origin is None:
             mode = draft.account.run_mode(mode, rules.durations(draft.kind, mode)[1])
         price = rules.price(draft.kind, mode, draft.index)
@@ -80,6 +80,7 @@ class TaskEngine:
             prompt=draft.prompt,
             version=draft.version,
             mode=mode,
+            account_mode=setting,
             aspect=draft.aspect,
             index=draft.index,
             task_input=draft.task_input,

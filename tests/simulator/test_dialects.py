@@ -261,8 +261,9 @@ async def test_fast_hours_used_up_run_fast_jobs_as_relax() -> None:
         assert (await api.fetch(grid))["meta"]["process_mode"] == "relax"
         assert api.sim.state.tasks[grid].price == 4
     async with running() as api:
-        grid = await api.imagine("a fox", process_mode="fast")
-        assert (await api.fetch(grid))["meta"]["process_mode"] == "fast"
+        grid = await api.imagine("a fox", process_mode="turbo")
+        assert (await api.fetch(grid))["meta"]["process_mode"] == "fast", "the account's setting"
+        assert api.sim.state.tasks[grid].mode == "turbo"
 
 
 async def test_a_suspended_key_may_create_nothing() -> None:

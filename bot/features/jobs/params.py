@@ -266,8 +266,9 @@ class JobResult:
     """A job's ``result``, read (see the module docstring). ``width``/``height``: the posted
     image's size; ``pressed``: follow-ups pressed on the result; ``refused_actions``: follow-ups
     the provider refused; ``unconfirmed``: the create call may have reached the provider;
-    ``accepted``: the provider accepted a diffusion job but sent no id; ``mode``: the process
-    mode the provider says the task ran in; ``lost``: the provider stopped knowing the task;
+    ``accepted``: the provider accepted a diffusion job but sent no id; ``mode``: the
+    provider's ``meta.process_mode``, the setting of the account the task ran on (not
+    necessarily the task's mode); ``lost``: the provider stopped knowing the task;
     ``withheld``: the categories of describe prompts moderation withheld;
     ``cancelled_by_admin``: an admin cancelled it for its requester, who is told so."""
 

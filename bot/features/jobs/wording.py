@@ -227,12 +227,14 @@ def shown_prompt(job: Job) -> str:
 
 
 def speed(job: Job) -> str:
-    """The speed an image task ran at — the mode the provider says it ran in, else the one it
-    was sent with (``relax``, ``fast``, ``turbo``); "" for jobs that draw nothing or are no
-    image task."""
+    """The speed an image task is shown with: the mode it was asked for (``relax``, ``fast``,
+    ``turbo``; ``mixed`` or none: the one written in the prompt, else relax), except ``relax``
+    when the provider says the account it ran on is set to relax (``meta.process_mode`` is the
+    account's setting, not the job's mode: docs/provider.md#mode-fallback); "" for jobs that
+    draw nothing or are no image task."""
     if job.family != "task" or job.type in _SPEEDLESS:
         return ""
-    return JobResult.of(job).mode or run_mode(job)
+    return "relax" if JobResult.of(job).mode == "relax" else run_mode(job)
 
 
 def about(job: Job) -> str:
@@ -355,10 +357,9 @@ CANCELLED_NOTE = N_(
 
 def result_text(job: Job) -> str:
     """The text with a result image: ``**Upscaled (Subtle)** — a fox --ar 2:3 (fast)``, and for
-    diffusion the model, seed, size, steps and guidance it was made with; for an image task
-    that ran in another mode than asked, which (:func:`mode_note`)."""
+    diffusion the model, seed, size, steps and guidance it was made with."""
     text = f"**{done_title(job)}** — {about(job)}"
-    details = diffusion_details(job) if job.family == "diffusion" else mode_note(job)
+    details = diffusion_details(job) if job.family == "diffusion" else ""
     notes = [note for note in (details, references_note(job), translation_note(job)) if note]
     return "\n".join((text, *notes))
 
@@ -415,30 +416,6 @@ def references_note(job: Job) -> str:
     )
 
 
-def mode_note(job: Job) -> str:
-    """What to say when the provider ran a task in another process mode than genbot asked for
-    (mode rule 3: with fast hours used up fast and turbo run as relax; an account without relax
-    time runs relax as fast). genbot cannot see the account, only the mode a task ran in
-    (docs/provider.md#mode-fallback); "" when it ran as asked or the record names no mode."""
-    ran = JobResult.of(job).mode
-    asked = asked_mode(job)
-    if ran is None or ran == asked or ran not in ("relax", "fast", "turbo"):
-        return ""
-    # Translators: relax, fast and turbo are the service's process modes (kept in English).
-    if ran == "relax":
-        return _(
-            "_Ran in relax mode, not {asked}: the account's fast hours may be used up._",
-            asked=asked,
-        )
-    if asked == "relax":
-        return _(
-            "_Ran in {ran} mode, not relax: the account may have no relax time (the basic plan "
-            "has none), so this used fast hours._",
-            ran=ran,
-        )
-    return _("_Ran in {ran} mode, not {asked}._", ran=ran, asked=asked)
-
-
 def diffusion_details(job: Job) -> str:
     """``model sd-1.5 · seed 1234 · 512×512 · 30 steps · guidance 7.5`` from what the provider
     answered (its ``meta``), else what genbot asked for."""
@@ -482,8 +459,7 @@ def _steps(steps: object) -> str:
 
 
 def describe_text(job: Job, prompts: Sequence[str]) -> str:
-    """The four prompts of a describe result, numbered like its ``1 2 3 4`` buttons (and the
-    mode it ran in when that is not the one asked for)."""
+    """The four prompts of a describe result, numbered like its ``1 2 3 4`` buttons."""
     lines = [f"{DIGITS[i]} {clip(prompt, 400)}" for i, prompt in enumerate(prompts[:4])]
     if withheld := JobResult.of(job).withheld:
         lines.append(
@@ -494,9 +470,8 @@ def describe_text(job: Job, prompts: Sequence[str]) -> str:
                 categories=", ".join(f"**{c}**" for c in dict.fromkeys(withheld)),
             )
         )
-    note = mode_note(job)
     heading = _("**{title}** — four prompts for your image:", title=done_title(job))
-    return "\n".join([heading, *lines, *([note] if note else [])])
+    return "\n".join([heading, *lines])
 
 
 def seed_text(job: Job, seed: str) -> str:

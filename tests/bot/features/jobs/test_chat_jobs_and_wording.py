@@ -152,7 +152,14 @@ async def test_a_job_asked_for_in_a_direct_message_keeps_the_place_for_its_resul
                 "parameters": {"aspect_ratio": "2:3", "process_mode": "turbo"},
                 "result": {"mode": "fast"},
             },
-            "**Imagined** — a fox --ar 2:3 (fast)\n_Ran in fast mode, not turbo._",
+            "**Imagined** — a fox --ar 2:3 (turbo)",
+        ),
+        (
+            {
+                "parameters": {"aspect_ratio": "2:3", "process_mode": "turbo"},
+                "result": {"mode": "relax"},
+            },
+            "**Imagined** — a fox --ar 2:3 (relax)",
         ),
         (
             {

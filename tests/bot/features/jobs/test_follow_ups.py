@@ -124,7 +124,8 @@ def test_a_parent_task_is_read_once_for_its_follow_up() -> None:
     assert origin is not None
     assert origin.task_id == "t1" and origin.offered == ("vary_region", "pan_left", "seed")
     assert origin.refused == {"pan_left"} and origin.aspect_ratio == "16:9"
-    assert origin.process_mode == "relax" and origin.model_version == "5.2"
+    assert origin.process_mode == "fast", "the mode asked, not the account's setting"
+    assert origin.model_version == "5.2"
     asked = parent_task(_job(prompt="a fox --v 5", parameters={"process_mode": "fast"}))
     assert asked is not None and asked.process_mode == "fast" and asked.model_version == "5"
     assert parent_task(_job(provider_id=None)) is None

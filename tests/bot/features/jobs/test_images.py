@@ -398,30 +398,39 @@ async def test_a_version_genbot_does_not_know_goes_to_the_provider(tmp_path: Pat
         assert subtle.message.images
 
 
-async def test_a_task_that_ran_in_another_mode_says_so(tmp_path: Path) -> None:
-    # Mode rule 3: with the account's fast hours used up, fast runs as relax
-    # (docs/provider.md#mode-fallback); genbot reads meta.process_mode.
+async def test_a_task_shows_the_mode_asked_unless_its_account_is_set_to_relax(
+    tmp_path: Path,
+) -> None:
+    # meta.process_mode is the account's setting ("mode of the bot that processes the task"),
+    # not the job's mode (docs/provider.md#mode-fallback): the simulator's account is set to
+    # fast, so a turbo job's record says fast; the title keeps the mode asked.
+    async with harness(tmp_path) as bot:
+        alice = bot.actor()
+        job, grid = await run_command(
+            bot, alice, "imagine", prompt="a red fox", process_mode="turbo"
+        )
+        assert (await bot.settled(job.id)).result["mode"] == "fast"
+        assert grid.text == "**Imagined** — a red fox (turbo)"
+        up_job, upscale = await press(bot, alice, grid, "U1")
+        assert up_job.parameters["process_mode"] == "turbo"
+        assert upscale.text == "**Upscaled #1** — a red fox (turbo)"
+    # Mode rule 3: with its fast hours used up the account is set to relax and runs every job
+    # as relax: then "(relax)" is shown.
     config = SimulatorConfig(time_scale=0.003, fast_hours=0)
-    async with harness(tmp_path, sim_config=config) as bot:
+    (tmp_path / "relax").mkdir()
+    async with harness(tmp_path / "relax", sim_config=config) as bot:
         alice = bot.actor()
         job, grid = await run_command(
             bot, alice, "imagine", prompt="a red fox", process_mode="fast"
         )
-        assert grid.text == (
-            "**Imagined** — a red fox (relax)\n"
-            "_Ran in relax mode, not fast: the account's fast hours may be used up._"
-        )
-        assert (await bot.settled(job.id)).result["mode"] == "relax"
+        assert grid.text == "**Imagined** — a red fox (relax)"
         up_job, upscale = await press(bot, alice, grid, "U1")
-        assert up_job.parameters["process_mode"] == "relax"
-        assert upscale.text == "**Upscaled #1** — a red fox (relax)", (
-            "it inherits the mode it ran in"
-        )
+        assert up_job.parameters["process_mode"] == "fast", "it inherits the mode asked"
+        assert upscale.text == "**Upscaled #1** — a red fox (relax)"
         _, described = await run_command(
             bot, alice, "describe", url="https://files.example.com/cat.png", process_mode="turbo"
         )
-        assert described.text.endswith("_Ran in relax mode, not turbo: the account's fast hours "
-                                       "may be used up._")  # fmt: skip
+        assert "Ran in" not in described.text
 
 
 async def test_a_403_outside_chat_is_a_refusal_in_the_providers_words(tmp_path: Path) -> None:
