@@ -250,12 +250,20 @@ def refusal_kind(provider_message: str) -> RefusalKind:
 
 
 class TaskCreationRefused(ApiError):
-    """A family B creation call answered ``status: failed``; no task was created."""
+    """A family B creation call answered ``status: failed``; no task was created. A refusal
+    the documentation does not name (:attr:`RefusalKind.OTHER`) tells the user the provider's
+    own reason (``provider_message``, made safe by the caller:
+    :func:`bot.api.statuses.shown_reason`)."""
 
     def __init__(self, provider_message: str, kind: RefusalKind | None = None) -> None:
         self.kind = kind if kind is not None else refusal_kind(provider_message)
         self.provider_message = provider_message
-        self.user_message = _REFUSAL_SENTENCES[self.kind]
+        if self.kind is RefusalKind.OTHER and provider_message.strip():
+            self._tell(
+                N_("The service refused to create the task: {reason}"), reason=provider_message
+            )
+        else:
+            self.user_message = _REFUSAL_SENTENCES[self.kind]
         super().__init__(f"task creation refused ({self.kind.value}): {provider_message}")
 
 

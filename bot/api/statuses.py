@@ -4,6 +4,7 @@
 from __future__ import annotations
 
 import json
+from collections.abc import Iterable
 from typing import Any
 
 import pydantic_core
@@ -33,6 +34,20 @@ def provider_message(body: Any, raw: bytes = b"") -> str:
     if body is None and raw:
         return _one_line(raw.decode("utf-8", errors="replace"))
     return ""
+
+
+REASON_LIMIT = 200
+"""Characters of a provider's undocumented reason genbot shows a user, at most."""
+HIDDEN = "[hidden]"
+
+
+def shown_reason(text: str, secrets: Iterable[str] = (), limit: int = REASON_LIMIT) -> str:
+    """A provider's own reason, safe to show a user: on one line, every secret in ``secrets``
+    (the request's key, its webhook secret) replaced by ``[hidden]``, at most ``limit``
+    characters."""
+    for secret in sorted((s for s in secrets if len(s) >= 4), key=len, reverse=True):
+        text = text.replace(secret, HIDDEN)
+    return _one_line(text, limit)
 
 
 def _one_line(text: str, limit: int = 300) -> str:

@@ -34,6 +34,7 @@ from bot.api.models_tasks import (
     WebhookFields,
 )
 from bot.api.multi_fetch_part import MultiFetchPart
+from bot.api.statuses import shown_reason
 from bot.api.validation import (
     DEFAULT_UPSTREAM_CDN_HOSTS,
     RequestModel,
@@ -259,15 +260,18 @@ class TaskClient:
         return answer
 
     async def _created(self, endpoint: str, request: RequestModel, key: str) -> CreateTaskResponse:
+        body = request.to_body()
+        secrets = (self.keys.secret(key), str(body.get("webhook_secret") or ""))
         try:
-            result = await self._post(endpoint, request.to_body(), CallSafety.CREATE, key)
+            result = await self._post(endpoint, body, CallSafety.CREATE, key)
         except BadRequest as error:
             if isinstance(error.body, dict) and error.body.get("status") == "failed":
-                raise TaskCreationRefused(str(error.body.get("message") or "")) from None
+                said = str(error.body.get("message") or "")
+                raise TaskCreationRefused(shown_reason(said, secrets)) from None
             raise
         answer = read_model(CreateTaskResponse, result.body, endpoint)
         if answer.status == "failed":
-            raise TaskCreationRefused(answer.message)
+            raise TaskCreationRefused(shown_reason(answer.message, secrets))
         if not answer.task_id:
             raise InvalidResponse(f"{endpoint}: no task_id in the answer")
         return answer

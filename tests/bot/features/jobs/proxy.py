@@ -10,7 +10,9 @@ request takes the next one:
   ``proxy.release`` is set (or the caller gives up);
 - ``bad_request``: the proxy answers 400 without forwarding — nothing reaches the provider;
 - ``rate_limited``: the proxy answers 429 without forwarding, with ``Retry-After:
-  proxy.retry_after`` (left out when ``None``).
+  proxy.retry_after`` (left out when ``None``);
+- ``refused``: the proxy answers a creation refused in the body (200 ``status: failed``) with
+  ``proxy.refusal`` as its message, without forwarding.
 
 Every other request is forwarded as is; ``proxy.forwarded`` keeps the path and body of each
 request that reached the provider.
@@ -26,7 +28,7 @@ from typing import Literal
 import aiohttp
 from aiohttp import web
 
-Fault = Literal["lose", "hang", "bad_request", "rate_limited"]
+Fault = Literal["lose", "hang", "bad_request", "rate_limited", "refused"]
 HOP_HEADERS = frozenset({"host", "content-length", "transfer-encoding", "connection"})
 HANG_LIMIT = 30.0
 
@@ -43,6 +45,7 @@ class FaultyProxy:
         self.release = asyncio.Event()
         self.base_url = ""
         self.retry_after: str | None = "1"
+        self.refusal = "refused by the test proxy"
         self._session: aiohttp.ClientSession | None = None
 
     async def _handle(self, request: web.Request) -> web.StreamResponse:
@@ -53,6 +56,8 @@ class FaultyProxy:
             self.injected.append((request.path, fault))
         if fault == "bad_request":
             return web.json_response({"message": "refused by the test proxy"}, status=400)
+        if fault == "refused":
+            return web.json_response({"task_id": "", "status": "failed", "message": self.refusal})
         if fault == "rate_limited":
             headers = {"Retry-After": self.retry_after} if self.retry_after is not None else {}
             refusal = {"error": {"message": "slow down (test proxy)"}}

@@ -312,3 +312,27 @@ async def test_every_command_that_submits_is_refused_privately_where_a_card_cann
         [card] = platform.messages.values()
         assert card.text.startswith(f"❌ **{heading}") and card.text.endswith("— did not start")
         assert card.buttons == [] and sim.state.requests_to(path) == []
+
+
+async def test_a_refusal_the_documentation_does_not_name_tells_the_providers_reason(
+    tmp_path: Path,
+) -> None:
+    """A creation refused in the body with a message the documentation does not list shows the
+    provider's reason, not a generic sentence: on one line, the key hidden, bounded."""
+    async with (
+        serve(MANUAL) as sim,
+        faulty_proxy(sim.base_url) as proxy,
+        running_genbot(sim, tmp_path / "genbot.db", api_url=proxy.base_url) as bot,
+    ):
+        proxy.faults["/gen/v2/imagine"] = ["refused"]
+        proxy.refusal = "prompt rejected by\nthe upstream bot for key sim-key: " + "x" * 400
+        await bot.actor("alice").command("imagine", prompt="a cat")
+        job = await bot.settled((await bot.latest_job()).id)
+
+        assert job.status == "create_failed" and job.error is not None
+        assert job.error.startswith(
+            "The service refused to create the task: prompt rejected by the upstream bot for "
+            "key [hidden]: xxx"
+        )
+        assert job.error.endswith("x…") and "sim-key" not in job.error
+        assert len(job.error) < 300
