@@ -108,8 +108,6 @@ from bot.api.models_tasks import (
     VariationIndex,
     VariationRequest,
     WebhookFields,
-    allowed_upscale_indexes,
-    allowed_variation_indexes,
 )
 from bot.api.multi_fetch_part import MultiFetchPart
 from bot.api.sse import SseEvent, SseParser
@@ -222,8 +220,6 @@ __all__ = [
     "VariationIndex",
     "VariationRequest",
     "WebhookFields",
-    "allowed_upscale_indexes",
-    "allowed_variation_indexes",
     "key_failure",
     "read_model",
 ]

@@ -36,34 +36,6 @@ BLEND_MAX_IMAGES = 5
 _ASPECT_RATIO = re.compile(r"^\s*(\d+)\s*:\s*(\d+)\s*$")
 
 
-def _known_version(version: str) -> str:
-    """``version``, or ``"6"`` for a later version number: the documentation names index rules
-    up to 6, and a newer model is taken to keep the newest ones (docs/provider.md#prompt-check)."""
-    try:
-        return "6" if float(version) > 6 else version
-    except ValueError:
-        return version
-
-
-def allowed_upscale_indexes(version: str) -> tuple[str, ...]:
-    """Upscale ``index`` values a task of model ``version`` (``"4"``..``"6"``) accepts."""
-    known = _known_version(version)
-    extra: tuple[str, ...] = ()
-    if known == "4":
-        extra = ("light", "beta")
-    elif known in ("5", "5.1", "5.2"):
-        extra = ("2x", "4x")
-    elif known == "6":
-        extra = ("subtle", "creative")
-    return ("1", "2", "3", "4", *extra)
-
-
-def allowed_variation_indexes(version: str) -> tuple[str, ...]:
-    """Variation ``index`` values a task of model ``version`` accepts."""
-    vary = ("high_variation", "low_variation") if _known_version(version) in ("5.2", "6") else ()
-    return ("1", "2", "3", "4", *vary)
-
-
 def _check_aspect_ratio(value: str | None) -> str | None:
     if value is None:
         return None
@@ -123,13 +95,14 @@ class RerollRequest(_DerivedTask):
 
 class UpscaleRequest(_DerivedTask):
     """Body of ``POST /gen/v2/upscale``. Which ``index`` values a parent accepts depends on its
-    model version: see :func:`allowed_upscale_indexes`."""
+    model version (docs/provider.md#derivative-version)."""
 
     index: Annotated[UpscaleIndex, BeforeValidator(int_as_text)]
 
 
 class VariationRequest(_DerivedTask):
-    """Body of ``POST /gen/v2/variation`` (see :func:`allowed_variation_indexes`)."""
+    """Body of ``POST /gen/v2/variation`` (which ``index`` values a parent accepts depends on
+    its model version: docs/provider.md#derivative-version)."""
 
     index: Annotated[VariationIndex, BeforeValidator(int_as_text)]
     prompt: str | None = None

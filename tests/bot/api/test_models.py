@@ -17,8 +17,6 @@ from bot.api import (
     TaskMeta,
     TaskRecord,
     TaskResult,
-    allowed_upscale_indexes,
-    allowed_variation_indexes,
 )
 from bot.api.chat import ChatAccumulator
 from bot.api.errors import FunctionArgumentsError, InvalidResponse
@@ -204,12 +202,6 @@ def test_accumulator_keeps_choices_apart_and_builds_function_calls() -> None:
     assert completion.text == "Hello"
     assert completion.choices[1].message.content is None
     assert acc.texts() == {0: "Hello", 1: ""}
-
-
-def test_a_version_above_6_takes_6s_index_rules() -> None:
-    assert allowed_upscale_indexes("7")[-2:] == ("subtle", "creative")
-    assert allowed_variation_indexes("6.1")[-2:] == ("high_variation", "low_variation")
-    assert allowed_upscale_indexes("5.1")[-2:] == ("2x", "4x")
 
 
 def test_a_diffusion_failure_is_an_error_failed_or_failure_status() -> None:
