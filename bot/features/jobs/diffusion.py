@@ -12,6 +12,11 @@ Use as init keeps its image's aspect ratio (:func:`init_size`): img2img is asked
 the diffusion job it reworks when that job chose one, else the image's shape at about the area of
 the provider's default 512×512, each side a multiple of :data:`SIDE_STEP` and at most the
 provider's maximum (1024).
+
+Upscale and Use as init send the provider the URL of the image they rework. The provider keeps
+its images for :data:`RETENTION_DAYS` days after processing, and genbot keeps no copy it could
+send instead, so on an older image both are refused up front (:meth:`DiffusionJobs._still_kept`),
+without a call.
 """
 
 from __future__ import annotations
@@ -246,6 +251,8 @@ class DiffusionJobs:
             raise UserError(_("This button is no longer supported."))
         parent = referent.job
         image = self._output(parent)
+        if event.action in ("diff_init", "diff_upscale"):
+            self._still_kept(parent)
         if event.action == "diff_init":
             modal = form_for(event.action, parent.id, parent.prompt)
             assert modal is not None
@@ -286,6 +293,7 @@ class DiffusionJobs:
             raise UserError(_("This form is no longer supported."))
         parent = referent.job
         image = self._output(parent, any_family=True)
+        self._still_kept(parent)
         try:
             form = read_init(event.values)
         except CommandError as error:
@@ -306,6 +314,22 @@ class DiffusionJobs:
         key = f"{event.action}:{values_digest(form.prompt, form.strength)}"
         await self.run(event, "img2img", body, parent=parent, action=key)
 
+    def _still_kept(self, parent: Job) -> None:
+        """Refuse to rework a diffusion image the provider no longer keeps: one processed
+        :data:`RETENTION_DAYS` days ago or more."""
+        if parent.family != "diffusion":
+            return
+        done = parent.finished_at if parent.finished_at is not None else parent.created_at
+        if self._clock() - done >= RETENTION_DAYS * 86400:
+            raise UserError(
+                _(
+                    "This image is more than {days} days old: the image service keeps its images "
+                    "only {days} days and genbot keeps no copy it could send instead. Make a new "
+                    "image first.",
+                    days=RETENTION_DAYS,
+                )
+            )
+
     @staticmethod
     def _output(parent: Job, *, any_family: bool = False) -> str:
         """The image ``parent`` made; ``any_family``: any result with an image (Use as init
@@ -317,6 +341,9 @@ class DiffusionJobs:
         return parent.result_urls[0]
 
 
+RETENTION_DAYS: Final = 7
+"""Days the provider keeps a diffusion output after processing (the documentation: "Generated
+images are kept for 7 days after processing")."""
 INIT_AREA: Final = 512 * 512
 """The area Use as init asks img2img for: the provider's default size's (512×512)."""
 SIDE_STEP: Final = 8

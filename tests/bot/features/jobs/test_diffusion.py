@@ -186,6 +186,29 @@ async def test_diffusion_buttons_reroll_upscale_and_use_as_init(
         assert upscale.parent_job_id == parent.id and init_job.type == "img2img"
 
 
+async def test_upscale_and_use_as_init_refuse_an_image_older_than_the_providers_7_days(
+    tmp_path: Path,
+) -> None:
+    # "Generated images are kept for 7 days after processing": genbot keeps no copy to send.
+    async with harness(tmp_path) as bot:
+        alice = bot.actor()
+        parent, result = await run_command(bot, alice, "diffusion.txt2img", prompt="a red fox")
+        await bot.settled(parent.id)
+        await alice.press(result, "Use as init")
+        _, modal = bot.platform.modals[-1]
+        await bot.store.jobs.update_job(parent.id, finished_at=bot.store.clock() - 7 * 86400)
+        await alice.press(result, "Upscale")
+        await alice.submit(modal, prompt="the fox in winter", strength="0.4")
+        await alice.press(result, "Use as init")
+        refusal = (
+            "This image is more than 7 days old: the image service keeps its images only 7 days "
+            "and genbot keeps no copy it could send instead. Make a new image first."
+        )
+        assert bot.platform.ephemerals_for("alice") == [refusal] * 3
+        assert len(bot.platform.modals) == 1
+        assert bodies(bot.sim, "/diff/upscale") == bodies(bot.sim, "/diff/img2img") == []
+
+
 async def test_use_as_init_form_comes_back_with_the_values_and_the_error(
     tmp_path: Path,
 ) -> None:
