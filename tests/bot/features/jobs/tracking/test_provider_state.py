@@ -555,7 +555,8 @@ async def test_a_poll_round_does_not_wait_for_progress_edits(tmp_path: Path) -> 
     async with serve(MANUAL) as sim, bare_engines(sim, tmp_path, platform=platform) as bare:
         (job,) = await in_flight(bare, 1)
         platform.holding = True
-        sim.advance(25)
+        task = sim.state.tasks[job.provider_id or ""]
+        sim.advance((task.lifecycle.started_after() or 0) + 1)  # processing, whether staged or not
         tracker = bare.engines.tracker
 
         async with asyncio.timeout(30):
