@@ -227,7 +227,7 @@ async def test_a_restarted_genbot_reads_a_job_in_flight_with_the_key_that_made_i
         ) as genbot:
             await fake.slash(alice, general, "imagine", {"prompt": "a slow fox"})
             job = await job_of(genbot, "imagine", "a slow fox")
-            in_flight: tuple[JobStatus, ...] = ("submitted", "pending", "processing")
+            in_flight: tuple[JobStatus, ...] = ("submitted", "staged", "pending", "processing")
             job = await genbot.jobs.watch.wait(job.id, in_flight, 20.0)
             assert job.provider_key == "second", "relax: the first key takes fast jobs only"
         polled_before = len(sim.state.requests_to("/gen/v2/multi_fetch"))
