@@ -18,6 +18,7 @@ import math
 import re
 from collections.abc import Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
+from typing import Final
 
 from bot.kernel.command_names import written
 from bot.kernel.command_text import check_text, parse_command_text, permuted_aspect
@@ -322,20 +323,28 @@ def expansion(prompt: str, cap: int, repeat: int = 1) -> Expansion:
     """The prompts ``prompt`` expands into, each ``repeat`` times in a row; combinations that
     read the same once their spaces are normalised (``{, } cat``, ``{a, a}``) are kept once, the
     first time, and counted in ``dropped``. :class:`CommandError` explaining the cap when the
-    combinations (before the duplicates are dropped) times ``repeat`` are more than ``cap``, or
-    naming a brace out of place or an aspect ratio among the choices
-    (:func:`refuse_permuted_aspect`)."""
+    distinct prompts times ``repeat`` are more than ``cap`` (or the combinations are more than
+    :data:`MOST_EXPANDED`, which are not made), or naming a brace out of place or an aspect
+    ratio among the choices (:func:`refuse_permuted_aspect`)."""
     refuse_permuted_aspect(prompt)
     count = permutation_count(prompt)
-    total = count * repeat
-    if total > cap:
-        raise CommandError(_too_many(total, count, repeat, cap))
     if count == 1 and not any(char in prompt for char in "{}\\"):
+        if repeat > cap:
+            raise CommandError(_too_many(repeat, 1, repeat, cap))
         return Expansion((prompt,) * repeat)
+    if count > MOST_EXPANDED:
+        raise CommandError(_too_many(count * repeat, count, repeat, cap))
     (parts,), __ = _parse(prompt, 0, False)
     distinct = dict.fromkeys(" ".join(text.split()) for text in _expand(parts))
+    if len(distinct) * repeat > cap:
+        raise CommandError(_too_many(len(distinct) * repeat, len(distinct), repeat, cap))
     prompts = tuple(text for text in distinct for __ in range(repeat))
     return Expansion(prompts, count - len(distinct))
+
+
+MOST_EXPANDED: Final = 1000
+"""The most combinations :func:`expansion` makes to find the duplicates among them; a prompt
+with more is refused by their count, above any ``[limits] max_jobs_per_command`` (at most 100)."""
 
 
 def _too_many(total: int, count: int, repeat: int, cap: int) -> str:

@@ -136,6 +136,19 @@ def test_permutations_past_the_cap_are_refused_explaining_it() -> None:
     assert str(both.value).endswith("Use fewer {…} choices or a smaller --repeat.")
 
 
+def test_the_cap_counts_the_distinct_prompts_not_the_combinations() -> None:
+    """``{a, a, b}`` makes two jobs: it was refused under a cap of 2 as three prompts."""
+    assert expansion("{a, a, b} fox", 2) == Expansion(("a fox", "b fox"), dropped=1)
+    assert expansion("{a, a} fox", 2, repeat=2) == Expansion(("a fox", "a fox"), dropped=1)
+    with pytest.raises(CommandError, match=r"6 jobs \(2 prompts × --repeat 3\)"):
+        expansion("{a, a, b} fox", 5, repeat=3)
+
+
+def test_more_combinations_than_are_made_are_refused_by_their_count() -> None:
+    with pytest.raises(CommandError, match=r"1024 jobs \(1024 prompts\)"):
+        expansion("{a,a}" * 10, 10)
+
+
 def test_a_stray_brace_is_named() -> None:
     with pytest.raises(CommandError, match="never closed"):
         permutations("{red, blue fox", 10)
