@@ -471,6 +471,7 @@ def build_core(
             settings.limits.chat_answers_per_minute_per_user,
             tiers=jobs.tiers,
             spent=store.ledger.spent,
+            places=store.answer_places,
         ),
         moderation=moderation,
         documents=document_limits(settings.chat),

@@ -12,6 +12,7 @@ from storage.errors import (
     StoreClosedError as StoreClosedError,
 )
 from storage.queries.admission import JobAdmission as JobAdmission
+from storage.queries.answer_places import AnswerPlaces as AnswerPlaces
 from storage.queries.archive import JobArchive as JobArchive
 from storage.queries.audit import AuditLog as AuditLog
 from storage.queries.branches import ConversationBranches as ConversationBranches
@@ -46,6 +47,7 @@ from storage.queries.tracking import (
 )
 from storage.lock import DatabaseInUse as DatabaseInUse, ProcessLock as ProcessLock
 from storage.records.chat import (
+    AnswerPlace as AnswerPlace,
     ChatMessage as ChatMessage,
     ChatRole as ChatRole,
     Conversation as Conversation,

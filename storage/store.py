@@ -7,6 +7,7 @@ from types import TracebackType
 from typing import Final, Self, Unpack
 
 from storage.queries.admission import JobAdmission
+from storage.queries.answer_places import AnswerPlaces
 from storage.queries.archive import JobArchive
 from storage.queries.audit import AuditLog
 from storage.queries.base import DEFAULT_LEASE_SECONDS, Clock, Identity, Owner, new_process_id
@@ -78,6 +79,7 @@ class Store:
         self.conversations = ConversationStore(db, clock)
         self.conversation_locks = ConversationLocks(db)
         self.answer_stops = AnswerStops(db)
+        self.answer_places = AnswerPlaces(db, clock)
         self.branches = ConversationBranches(db, clock)
         self.feedback = AnswerFeedback(db, clock)
         self.settings = SettingsStore(db, clock)

@@ -100,3 +100,13 @@ class Fork:
     fork_turn: int
     first_turns: tuple[int, ...]
     live: int
+
+
+@dataclass(frozen=True)
+class AnswerPlace:
+    """The answer of :meth:`storage.AnswerPlaces.answer_starts`: the ``slot`` it took (None
+    when the user had no place left) and how many answers of the user were being written
+    before it asked (over every process)."""
+
+    slot: int | None
+    running: int

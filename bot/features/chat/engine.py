@@ -245,7 +245,7 @@ class ChatEngine:
         if self.moderation is not None:
             await self.moderation.check_message(event, text)
         await self.caps.check_budget(event.place.platform, event.user)
-        with self.caps.answering(event.place.platform, event.user):
+        async with self.caps.answering(event.place.platform, event.user):
             await self._answer_message(event, target, text, images, documents)
 
     async def _answer_message(
@@ -314,7 +314,7 @@ class ChatEngine:
         if self.moderation is not None:
             await self.moderation.check_message(event, text)
         await self.caps.check_budget(place.platform, event.user)
-        with self.caps.answering(place.platform, event.user):
+        async with self.caps.answering(place.platform, event.user):
             params = await self._params(event.user, place, found)
             self._check_fits_alone(params, text, [])
             async with self._turn(found.id):
@@ -369,7 +369,7 @@ class ChatEngine:
     async def on_command(self, event: Command, options: Mapping[str, OptionValue]) -> None:
         """``/chat prompt [model] [temperature] [max_tokens] [system]``."""
         await self.caps.check_budget(event.place.platform, event.user)
-        with self.caps.answering(event.place.platform, event.user):
+        async with self.caps.answering(event.place.platform, event.user):
             await self._chat_command(event, options)
 
     async def _chat_command(self, event: Command, options: Mapping[str, OptionValue]) -> None:
@@ -446,7 +446,7 @@ class ChatEngine:
         check_plan(VISION_MODEL, self.plan)
         self.caps.check_model(event.place.platform, event.user, VISION_MODEL)
         await self.caps.check_budget(event.place.platform, event.user)
-        with self.caps.answering(event.place.platform, event.user):
+        async with self.caps.answering(event.place.platform, event.user):
             await self._see_images(event, conversation)
 
     async def _see_images(self, event: ButtonPress, conversation: Conversation) -> None:
@@ -475,15 +475,15 @@ class ChatEngine:
     ) -> None:
         params = await self._params(event.user, event.place, conversation)
         await self.caps.check_budget(event.place.platform, event.user)
-        with self.caps.answering(event.place.platform, event.user):
-            async with self._turn(conversation.id):
-                await replace_answer(
-                    self.store.conversations, self.outbox, event, conversation, turn
-                )
-                metrics.CHAT_CONTROLS.labels(event.place.platform, "regenerate").inc()
-                history = await self._history(conversation.id, params)
-                target = Target(conversation, event.place, event)
-                await self.answerer.answer(target, event.user, params, history)
+        async with (
+            self.caps.answering(event.place.platform, event.user),
+            self._turn(conversation.id),
+        ):
+            await replace_answer(self.store.conversations, self.outbox, event, conversation, turn)
+            metrics.CHAT_CONTROLS.labels(event.place.platform, "regenerate").inc()
+            history = await self._history(conversation.id, params)
+            target = Target(conversation, event.place, event)
+            await self.answerer.answer(target, event.user, params, history)
 
     async def _switch(
         self, event: ButtonPress, conversation: Conversation, turn: ChatMessage
