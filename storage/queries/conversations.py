@@ -46,6 +46,7 @@ SQL_APPEND: Final = (
     " RETURNING id"
 )
 SQL_TOUCH: Final = "UPDATE conversations SET updated_at = ? WHERE id = ?"
+SQL_STATE: Final = "UPDATE messages SET state = ? WHERE id = ?"
 SQL_LINK: Final = (
     "INSERT INTO conversation_links (platform, channel_id, message_id, conversation_id,"
     " chat_message_id) VALUES (?, ?, ?, ?, ?)"
@@ -151,11 +152,14 @@ class ConversationStore:
         model: str | None = None,
         asked_by: str | None = None,
         author: str | None = None,
+        state: AnswerState | None = None,
     ) -> int:
         """Append a turn and link ``platform_message_ids`` to it; returns the turn's id. An
         answer records its ``model`` and the user it is for (``asked_by``), a user's turn the
-        user who wrote it (``author``)."""
+        user who wrote it (``author``); ``state`` as :meth:`update_message` sets it."""
         check_turn(role, name)
+        if state is not None:
+            check_word(state, AnswerState, "answer state")
         now = self.clock()
         turn = (
             conversation_id, role, content, None if parts is None else to_json(list(parts)),
@@ -168,6 +172,8 @@ class ConversationStore:
             appended = await tx.fetch_one(SQL_APPEND, turn)
             assert appended is not None
             turn_id = int(appended["id"])
+            if state is not None:
+                await tx.execute(SQL_STATE, (state, turn_id))
             await _link(tx, conversation, platform_message_ids, turn_id, channel_id)
             await tx.execute(SQL_TOUCH, (now, conversation_id))
             return turn_id
@@ -261,7 +267,8 @@ class ConversationStore:
         return messages_with_links([row], links)[0]
 
     async def streaming_answers(self, limit: int) -> list[tuple[int, int]]:
-        """The oldest ``limit`` answers stored as ``streaming``, as (conversation, turn)."""
+        """The oldest ``limit`` turns stored as ``streaming`` (answers being written, and user
+        turns whose answer has not begun), as (conversation, turn)."""
         rows = await self.db.fetch_all(SQL_STREAMING, (limit,))
         return [(int(row["conversation_id"]), int(row["id"])) for row in rows]
 

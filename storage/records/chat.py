@@ -69,7 +69,10 @@ class ChatMessage:
     """An answer's state: ``streaming`` (posted and being written; its text is what was shown
     last), ``interrupted`` (its process ended while it streamed; its text is what was shown),
     ``stopped`` (the user stopped it; its text is what was shown), ``replaced`` (regenerated:
-    kept, shown, out of the history); None otherwise."""
+    kept, shown, out of the history); None otherwise. A user's turn is ``streaming`` from
+    when it is stored until its answer's process is done with it (its answer finished, failed
+    or was not needed), so one whose process ended first is found
+    (:mod:`bot.features.chat.interrupted`)."""
     model: str | None = None
     """The model that wrote an answer."""
     asked_by: str | None = None

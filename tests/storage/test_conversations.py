@@ -228,3 +228,17 @@ async def test_the_answer_before_a_turn_with_the_turns_after_it(store: Store) ->
         answer + 1,
     ]
     assert (await conversations.answer_before(conversation.id, newer + 1))[0].id == newer
+
+
+async def test_a_user_turn_stored_streaming_is_found_until_it_is_done(store: Store) -> None:
+    conversation, _ = await store.conversations.get_or_create_conversation(THREAD, kind="thread")
+    asked = await store.conversations.append_message(
+        conversation.id, "user", "hello", author="U1", state="streaming"
+    )
+    assert await store.conversations.streaming_answers(10) == [(conversation.id, asked)]
+    turn = await store.conversations.get_turn(conversation.id, asked)
+    assert turn is not None and (turn.state, turn.author) == ("streaming", "U1")
+    await store.conversations.update_message(asked, state=None)
+    assert await store.conversations.streaming_answers(10) == []
+    with pytest.raises(StorageError, match="answer state"):
+        await store.conversations.append_message(conversation.id, "user", "x", state="late")  # type: ignore[arg-type]

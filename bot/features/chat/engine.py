@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import logging
 import weakref
 from collections.abc import AsyncIterator, Mapping, Sequence
 from dataclasses import dataclass, replace
@@ -103,8 +104,11 @@ from storage import (
     ConversationLocks,
     ConversationStore,
     SettingsReader,
+    StorageError,
     UsageLedger,
 )
+
+log = logging.getLogger(__name__)
 
 VISION_ACTION = "chat_vision"
 # Translators: a button switching a conversation to the model {model} (one that sees images).
@@ -118,6 +122,13 @@ VISION_LABEL = VISION_LABEL_TEXT.format(model=VISION_MODEL)
 ChatReferent = ConversationReferent | AlternativeReferent | TurnReferent
 """What the chat engine's buttons name: a conversation (``Use …``), an alternative answer, an
 answer to regenerate (🔁)."""
+
+
+def _cancelled() -> bool:
+    """Whether the running task is being cancelled (its process stopping): a user's turn it
+    leaves is settled by the process that outlives it (:mod:`bot.features.chat.interrupted`)."""
+    task = asyncio.current_task()
+    return task is not None and task.cancelling() > 0
 
 
 def _text(options: Mapping[str, OptionValue], name: str) -> str | None:
@@ -617,7 +628,7 @@ class ChatEngine:
             history = await self._history(conversation.id, params)
             added = history.add(turn)
             fit(params, self.defaults, history.request_turns(), self.answerer.function_tokens())
-            await self.store.conversations.append_message(
+            turn_id = await self.store.conversations.append_message(
                 conversation.id,
                 "user",
                 text,
@@ -626,14 +637,27 @@ class ChatEngine:
                 platform_message_ids=message_ids,
                 channel_id=came_from.channel_id,
                 author=user.id,
+                state="streaming",
             )
-            if told is not None:
-                await self._tell(target, told)
-            if images and not params.sees_images:
-                answered = await self._cannot_see(target, params, len(images), text)
-                if not answered:
-                    return None
-            return await self.answerer.answer(target, user, params, history)
+            try:
+                if told is not None:
+                    await self._tell(target, told)
+                if images and not params.sees_images:
+                    answered = await self._cannot_see(target, params, len(images), text)
+                    if not answered:
+                        return None
+                return await self.answerer.answer(target, user, params, history)
+            finally:
+                if not _cancelled():
+                    await self._done_with(turn_id)
+
+    async def _done_with(self, turn_id: int) -> None:
+        """The user's turn ``turn_id`` is no longer waiting for its answer (a failure to say
+        so is logged: the turn is then settled as not answered once this process is gone)."""
+        try:
+            await self.store.conversations.update_message(turn_id, state=None)
+        except StorageError as error:
+            log.warning("could not store that turn %d was answered: %s", turn_id, error)
 
     async def _tell(self, target: Target, text: str) -> None:
         """Post genbot's ``text`` in the conversation (replies to it continue it)."""

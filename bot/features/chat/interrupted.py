@@ -1,5 +1,6 @@
-"""Answers left streaming by a process that ended (killed, or stopped mid-answer): settled by
-the next process that can, at its start and then every ``every`` seconds.
+"""Answers left streaming, and messages left unanswered, by a process that ended (killed, or
+stopped mid-answer): settled by the next process that can, at its start and then every
+``every`` seconds.
 
 An answer's turn is stored ``streaming`` from its first message on, with the text its messages
 show, rewritten at each platform write (:class:`bot.features.chat.replies.StoredReply`); the end
@@ -9,6 +10,14 @@ answer (👍, 👎, and 🔁 unless a newer answer was shown meanwhile), and sto
 the turn (state ``interrupted``): the history the model reads next is what the user sees. The
 answer shown before it then loses its 🔁, as under any newer answer
 (:func:`~bot.features.chat.controls.retire_previous`; an answer finished after it skipped it).
+
+A user's turn is stored ``streaming`` too, until the process answering it is done with it (the
+answer finished or failed, or none was needed); a process stopped or killed first leaves it so.
+Settling one that is still the conversation's newest turn posts a note under it, _(not
+answered… press 🔁)_, stored as its answer (state ``interrupted``), with the controls of a
+complete answer: 🔁 answers the message as it regenerates any answer. One answered since (its
+answer began before the process ended: settled as above) or followed by a newer message is only
+marked done.
 
 Answers carry no owner. Whether one still has a live writer is read from the locks its turn
 holds while it streams: the chat engine's lock of the conversation in its own process, and the
@@ -59,6 +68,11 @@ log = logging.getLogger(__name__)
 
 # Translators: under an answer left unfinished because the genbot process writing it stopped.
 INTERRUPTED_NOTE = N_("_(interrupted: genbot stopped while writing this answer)_")
+# Translators: under a message genbot took but never began answering because the genbot process
+# stopped; 🔁 is the button that answers it.
+NOT_ANSWERED_NOTE = N_(
+    "_(not answered: genbot stopped before answering this message; press 🔁 to answer it)_"
+)
 SWEEP_SECONDS = 60.0
 """How often a process looks for answers another process left streaming."""
 BUSY_WAIT_SECONDS = 1.0
@@ -150,9 +164,11 @@ class InterruptedAnswers:
         conversation = await self.conversations.get_conversation(conversation_id)
         if turn is None or conversation is None or turn.state != "streaming":
             return 0
+        if turn.role == "user":
+            return await self._settle_asked(conversation, turn)
         place = place_of(conversation)
         shown = (turn.content or "").rstrip()
-        language = await self._language(conversation, turn)
+        language = await self._language(conversation, turn.asked_by)
         with speaking(language):
             note = _(INTERRUPTED_NOTE)
         text = f"{shown}\n\n{note}" if shown else note
@@ -167,6 +183,46 @@ class InterruptedAnswers:
         await self.conversations.update_message(
             turn_id, content=text, token_count=reply_tokens(text), state="interrupted"
         )
+        return 1
+
+    async def _settle_asked(self, conversation: Conversation, turn: ChatMessage) -> int:
+        """A user's turn whose process ended before its answer began: when it is still the
+        newest turn, a note says it was not answered, with 🔁 to answer it (stored as its
+        answer, ``interrupted``, so 🔁 regenerates it as any answer); a turn answered since,
+        or followed by a newer one, is only marked done."""
+        newest = await self.conversations.conversation_tail(conversation.id, max_tokens=0)
+        if [later.id for later in newest] != [turn.id]:
+            await self.conversations.update_message(turn.id, state=None)
+            return 0
+        place = place_of(conversation)
+        with speaking(await self._language(conversation, turn.author)):
+            note = _(NOT_ANSWERED_NOTE)
+        answer_id = await self.conversations.append_message(
+            conversation.id,
+            "assistant",
+            note,
+            token_count=reply_tokens(note),
+            model=conversation.model,
+            asked_by=turn.author,
+            state="interrupted",
+        )
+        await self.conversations.update_message(turn.id, state=None)
+        buttons = final_buttons(conversation.id, answer_id)
+        try:
+            posted = await self.outbox.write(
+                place, Post(OutMessage(note, buttons=buttons)), WritePolicy.RAISE
+            )
+            await self.conversations.link_conversation_messages(
+                conversation.id,
+                [posted.message_id],
+                chat_message_id=answer_id,
+                channel_id=place.channel_id,
+            )
+            await retire_previous(
+                self.conversations, self.feedback, self.outbox, place, conversation.id, answer_id
+            )
+        except SurfaceError as error:
+            log.warning("could not say that turn %d was not answered: %s", turn.id, error)
         return 1
 
     async def _show(
@@ -201,13 +257,13 @@ class InterruptedAnswers:
                 channel_id=place.channel_id,
             )
 
-    async def _language(self, conversation: Conversation, turn: ChatMessage) -> str:
-        """The language the answer's user is spoken to in its place (:func:`~bot.kernel.spoken`,
-        as the router decides; the platform's locales are not stored, so only the languages
-        set apply)."""
+    async def _language(self, conversation: Conversation, user_id: str | None) -> str:
+        """The language ``user_id`` is spoken to in the conversation's place
+        (:func:`~bot.kernel.spoken`, as the router decides; the platform's locales are not
+        stored, so only the languages set apply)."""
         scopes = await self.settings.scopes(
             conversation.platform,
-            user_id=turn.asked_by,
+            user_id=user_id,
             channel_id=conversation.channel_id,
             workspace_id=conversation.workspace_id,
         )

@@ -2,7 +2,8 @@
 genbot on the same database and platform): the next process settles it — the text stored at
 its last write, an _(interrupted)_ note, no cursor, no ⏹ Stop, 🔁 👍 👎 — and stores what it
 shows. The finished answer before it loses its 🔁 then (a newer answer is shown); an answer this
-process still streams is left alone."""
+process still streams is left alone. A message whose process ended before its answer began is
+noted as not answered, with 🔁 to answer it, unless a newer message came since."""
 
 from __future__ import annotations
 
@@ -11,9 +12,9 @@ import contextlib
 from pathlib import Path
 
 from bot.features.chat.controls import BAD_LABEL, GOOD_LABEL, REGENERATE_LABEL, STOP_LABEL
-from bot.features.chat.interrupted import INTERRUPTED_NOTE, InterruptedAnswers
+from bot.features.chat.interrupted import INTERRUPTED_NOTE, NOT_ANSWERED_NOTE, InterruptedAnswers
 from bot.features.chat.renderer import MARKER
-from bot.kernel import MessageRef, OutMessage
+from bot.kernel import Event, MessageRef, OutMessage, Place
 from tests.bot.features.chat.support import DM, ROOMY, ChatWorld, chat_world, sim_config
 from tests.fakes.platform import FakePlatform
 
@@ -40,6 +41,24 @@ class HeldEdits(FakePlatform):
                 self.holding.set()
                 await asyncio.Event().wait()
         await super().edit(ref, message)
+
+
+class HeldPosts(FakePlatform):
+    """Holds every post (until the writer is cancelled) while ``hold`` is set: a process that
+    stops after storing a message, before its answer is posted."""
+
+    def __init__(self) -> None:
+        super().__init__(profile=ROOMY)
+        self.hold = False
+        self.holding = asyncio.Event()
+
+    async def send(
+        self, place: Place, message: OutMessage, *, origin: Event | None = None
+    ) -> MessageRef:
+        if self.hold:
+            self.holding.set()
+            await asyncio.Event().wait()
+        return await super().send(place, message, origin=origin)
 
 
 def settler(world: ChatWorld) -> InterruptedAnswers:
@@ -138,3 +157,70 @@ async def test_an_answer_settled_after_a_newer_one_is_shown_gets_no_regenerate(
         assert [b.label for b in settled.buttons] == [GOOD_LABEL, BAD_LABEL]
         assert [b.label for b in finished.buttons] == [GOOD_LABEL, BAD_LABEL]
         assert [b.label for b in newer.buttons] == [REGENERATE_LABEL, GOOD_LABEL, BAD_LABEL]
+
+
+async def unanswered(world: ChatWorld, platform: HeldPosts, text: str) -> None:
+    """Alice says ``text`` and genbot stops before its answer is posted (its handler cancelled
+    while the first post is held; the message is stored), then starts again."""
+    platform.hold = True
+    asking = asyncio.create_task(world.actor().say(text))
+    await asyncio.wait_for(platform.holding.wait(), 20)
+    assert await settler(world).sweep() == 0, "this process still answers it"
+    asking.cancel()
+    with contextlib.suppress(asyncio.CancelledError):
+        await asking
+    platform.hold = False
+    await world.restart()
+
+
+async def test_a_message_whose_answer_never_began_is_noted_by_the_next_process(
+    tmp_path: Path,
+) -> None:
+    platform = HeldPosts()
+    async with chat_world(tmp_path, platform=platform) as world:
+        alice = world.actor()
+        await alice.say("echo: finished first")
+        [finished] = world.posted_in(DM)
+        await unanswered(world, platform, "echo: never answered")
+        assert len(world.posted_in(DM)) == 1
+
+        settling = settler(world)
+        assert await settling.sweep() == 1
+        assert await settling.sweep() == 0
+        note = world.posted_in(DM)[-1]
+        assert note.text == NOT_ANSWERED_NOTE
+        assert [b.label for b in note.buttons] == [REGENERATE_LABEL, GOOD_LABEL, BAD_LABEL]
+        assert [b.label for b in finished.buttons] == [GOOD_LABEL, BAD_LABEL]
+
+        await world.actor().press(note, REGENERATE_LABEL)
+        answer = world.posted_in(DM)[-1]
+        assert answer.text == "never answered"
+        assert [b.label for b in note.buttons] == []
+        turns = await world.store.conversations.conversation_tail(1, max_tokens=10**9)
+        assert [(t.role, t.state) for t in turns] == [
+            ("user", None),
+            ("assistant", None),
+            ("user", None),
+            ("assistant", "replaced"),
+            ("assistant", None),
+        ]
+        assert world.chat_bodies()[-1]["messages"][-1] == {
+            "role": "user",
+            "content": "echo: never answered",
+        }
+
+
+async def test_an_unanswered_message_followed_by_a_newer_one_gets_no_note(tmp_path: Path) -> None:
+    platform = HeldPosts()
+    async with chat_world(tmp_path, platform=platform) as world:
+        await unanswered(world, platform, "echo: never answered")
+        await world.actor().say("echo: newer")
+        assert await settler(world).sweep() == 0
+        [answer] = world.posted_in(DM)
+        assert answer.text == "never answered\n\necho: newer", "both read, no note"
+        turns = await world.store.conversations.conversation_tail(1, max_tokens=10**9)
+        assert [(t.role, t.state) for t in turns] == [
+            ("user", None),
+            ("user", None),
+            ("assistant", None),
+        ]
