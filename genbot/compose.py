@@ -566,6 +566,7 @@ def build_core(
                 outbox,
                 chat.turn_lock,
                 feedback=store.feedback,
+                ledger=store.ledger,
             ),
         ],
         plan=settings.api.plan,

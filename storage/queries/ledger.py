@@ -17,6 +17,7 @@ SQL_ADD_USAGE: Final = (
     " credits, created_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)"
     " ON CONFLICT (job_id, kind) DO NOTHING"
 )
+SQL_COMPLETED: Final = "UPDATE usage SET tokens_completion = ? WHERE job_id = ? AND kind = ?"
 SQL_USAGE_FOR_USER: Final = (
     "SELECT COALESCE(SUM(tokens_prompt), 0) AS tokens_prompt,"
     " COALESCE(SUM(tokens_completion), 0) AS tokens_completion,"
@@ -57,6 +58,13 @@ class UsageLedger:
             credits, stamp,
         )  # fmt: skip
         return await self.db.execute(SQL_ADD_USAGE, values) == 1
+
+    async def complete_usage(
+        self, job_id: str, tokens_completion: int, *, kind: str = "chat"
+    ) -> bool:
+        """Set the completion tokens of the usage recorded for (``job_id``, ``kind``) (a chat
+        answer's is recorded with its prompt as it begins); False when there is none."""
+        return await self.db.execute(SQL_COMPLETED, (tokens_completion, job_id, kind)) == 1
 
     async def usage_for_user(
         self, platform: str, user_id: str, day: str | date | None = None

@@ -52,3 +52,14 @@ async def test_estimated_credits_are_summed_apart_and_within_the_credits(store: 
     await store.ledger.add_usage("discord", "u1", credits=3, kind=ESTIMATED_CREDITS, job_id="j2")
     totals = await store.ledger.usage_for_user("discord", "u1")
     assert (totals.credits, totals.estimated_credits) == (7, 3)
+
+
+async def test_a_chat_answers_completion_is_set_on_the_usage_recorded_as_it_began(
+    store: Store,
+) -> None:
+    ledger = store.ledger
+    await ledger.add_usage("web", "U1", tokens_prompt=100, job_id="chat-answer:7")
+    assert await ledger.complete_usage("chat-answer:7", 40)
+    assert not await ledger.complete_usage("chat-answer:8", 40)
+    totals = await ledger.usage_for_user("web", "U1")
+    assert (totals.tokens_prompt, totals.tokens_completion, totals.entries) == (100, 40, 1)

@@ -109,6 +109,21 @@ async def _until_first_output(stream: ChatStream) -> StreamInterrupted | None:
     return None
 
 
+@dataclass(frozen=True)
+class _Asked:
+    """One round's request: whom it answers, its model, its prompt tokens."""
+
+    user: User
+    model: str
+    prompt_tokens: int
+
+
+def answer_usage(turn_id: int) -> str:
+    """The key of the usage recorded for the answer stored as turn ``turn_id`` (the ledger's
+    ``job_id``): its completion tokens are set on it at the end, or when it is settled."""
+    return f"chat-answer:{turn_id}"
+
+
 def stored_reply(rendered: RenderResult) -> str:
     """What to keep of a rendered reply: the model's text exactly, or, when it was cut by
     ``max_tokens`` or an interrupted stream, the displayed text with its mark."""
@@ -209,21 +224,26 @@ class Answerer:
             fitted = self._fit(params, turns, extra)
             request = await self._request(params, fitted, functions)
             try:
-                outcome = await self._round(target, request, user, params.stream)
+                outcome = await self._round(target, request, user, params, fitted)
             except InlineImagesRefused:
                 request = await self._request(params, fitted, functions)
-                outcome = await self._round(target, request, user, params.stream)
+                outcome = await self._round(target, request, user, params, fitted)
             except ContextTooLong as refused:
                 fitted = self._shorter(params, turns, extra, fitted, refused)
                 request = await self._request(params, fitted, functions)
-                outcome = await self._round(target, request, user, params.stream)
-            await self.store.ledger.add_usage(
-                target.place.platform,
-                user.id,
-                tokens_prompt=fitted.prompt_tokens,
-                tokens_completion=outcome.completion_tokens,
-                kind="chat",
-            )
+                outcome = await self._round(target, request, user, params, fitted)
+            if outcome.turn_id:
+                await self.store.ledger.complete_usage(
+                    answer_usage(outcome.turn_id), outcome.completion_tokens
+                )
+            else:
+                await self.store.ledger.add_usage(
+                    target.place.platform,
+                    user.id,
+                    tokens_prompt=fitted.prompt_tokens,
+                    tokens_completion=outcome.completion_tokens,
+                    kind="chat",
+                )
             metrics.chat_tokens(fitted.prompt_tokens, outcome.completion_tokens)
             if outcome.call is None or self.tools is None:
                 assert outcome.rendered is not None
@@ -324,14 +344,20 @@ class Answerer:
         )
 
     async def _round(
-        self, target: Target, request: ChatRequest, user: User, stream: bool
+        self,
+        target: Target,
+        request: ChatRequest,
+        user: User,
+        params: ChatParams,
+        fitted: FittedHistory,
     ) -> _Outcome:
         thinking = Activity("thinking", target.origin)
         await self.outbox.write(target.place, thinking, WritePolicy.BEST_EFFORT)
-        if not stream:
+        asked = _Asked(user, request.model, fitted.prompt_tokens)
+        if not params.stream:
             completion = await self._waiting(target, self.api.chat.complete(request))
-            return await self._whole(target, completion, user, request.model)
-        return await self._streamed(target, self.api.chat.stream(request), user, request.model)
+            return await self._whole(target, completion, asked)
+        return await self._streamed(target, self.api.chat.stream(request), asked)
 
     async def _waiting(self, target: Target, call: Awaitable[T]) -> T:
         """``call``'s result; rate-limit waits meanwhile are shown (:class:`WaitNotice`)."""
@@ -344,9 +370,7 @@ class Answerer:
             await shown.close()
             await notice.finish()
 
-    async def _whole(
-        self, target: Target, completion: ChatCompletion, user: User, model: str
-    ) -> _Outcome:
+    async def _whole(self, target: Target, completion: ChatCompletion, asked: _Asked) -> _Outcome:
         """A non-streamed answer: a function call, or the text rendered at once."""
         first = completion.choices[0]
         call = first.message.function_call
@@ -355,13 +379,11 @@ class Answerer:
         answers = tuple(choice.message.content or "" for choice in completion.choices)
         finish = StreamEnd(first.finish_reason)
         whole = _WholeText(answers[0], finish)
-        rendered, turn_id = await self._render(target, whole, user, model)
+        rendered, turn_id = await self._render(target, whole, asked)
         tokens = sum(count_text(answer) for answer in answers)
         return _Outcome(rendered, None, tokens, answers, turn_id)
 
-    async def _streamed(
-        self, target: Target, stream: ChatStream, user: User, model: str
-    ) -> _Outcome:
+    async def _streamed(self, target: Target, stream: ChatStream, asked: _Asked) -> _Outcome:
         await self._waiting(target, stream.open())
         async with stream:
             pending = await _until_first_output(stream)
@@ -376,7 +398,7 @@ class Answerer:
                 if pending is None and choice.calls_function and call:
                     tokens = count_text(call.name) + count_text(call.arguments)
                     return _Outcome(None, call, tokens)
-            rendered, turn_id = await self._render(target, stream, user, model, stream.stop)
+            rendered, turn_id = await self._render(target, stream, asked, stream.stop)
         answers = (rendered.reply, *(c.text for c in stream.accumulator.results()[1:]))
         tokens = sum(count_text(answer) for answer in answers)
         return _Outcome(rendered, None, tokens, answers, turn_id)
@@ -385,19 +407,28 @@ class Answerer:
         self,
         target: Target,
         deltas: TextDeltas,
-        user: User,
-        model: str,
+        asked: _Asked,
         stop: Callable[[], None] | None = None,
     ) -> tuple[RenderResult, int]:
         """Render the reply with its turn stored first: each posted message is linked to the
         turn as soon as it is posted, the text shown stored at each write, the final text at
-        the end. A reply that never got posted leaves no turn behind. A streamed reply (``stop``
+        the end. A reply that never got posted leaves no turn behind. The usage of its request
+        is recorded with its prompt tokens as it begins (:func:`answer_usage`; the completion
+        tokens once it is done, or by whoever settles it). A streamed reply (``stop``
         ends it) carries ⏹ Stop while it streams; every reply its controls once complete
         (:mod:`bot.features.chat.controls`)."""
         if self.moderation is not None:
             deltas = await self.moderation.screened(target.place, deltas)
+        user = asked.user
         reply = StoredReply(self.store.conversations, target)
-        await reply.begin(model, user.id)
+        await reply.begin(asked.model, user.id)
+        await self.store.ledger.add_usage(
+            target.place.platform,
+            user.id,
+            tokens_prompt=asked.prompt_tokens,
+            kind="chat",
+            job_id=answer_usage(reply.turn_id),
+        )
         conversation_id = target.conversation.id
         live = live_buttons(conversation_id, reply.turn_id) if stop is not None else ()
         renderer = StreamRenderer(

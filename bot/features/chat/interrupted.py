@@ -10,6 +10,8 @@ answer (👍, 👎, and 🔁 unless a newer answer was shown meanwhile), and sto
 the turn (state ``interrupted``): the history the model reads next is what the user sees. The
 answer shown before it then loses its 🔁, as under any newer answer
 (:func:`~bot.features.chat.controls.retire_previous`; an answer finished after it skipped it).
+The answer's usage, recorded with its prompt tokens as it began, gets the completion tokens of
+the text shown.
 
 A user's turn is stored ``streaming`` too, until the process answering it is done with it (the
 answer finished or failed, or none was needed); a process stopped or killed first leaves it so.
@@ -36,10 +38,12 @@ import asyncio
 import logging
 from collections.abc import Callable
 
+from bot.features.chat.answer import answer_usage
 from bot.features.chat.controls import final_buttons, retire_previous
 from bot.features.chat.redraw import is_newest_answer
 from bot.features.chat.renderer import MARKER
 from bot.features.chat.replies import reply_tokens
+from bot.features.chat.tokens import count_text
 from bot.kernel import (
     FENCE,
     N_,
@@ -62,6 +66,7 @@ from storage import (
     ConversationStore,
     SettingsReader,
     StorageError,
+    UsageLedger,
 )
 
 log = logging.getLogger(__name__)
@@ -96,7 +101,8 @@ def place_of(conversation: Conversation) -> Place:
 class InterruptedAnswers:
     """Settles the answers left streaming (see the module docstring); a service, started and
     stopped with the router. ``turn_lock`` is the chat engine's lock of a conversation's turns
-    in this process; ``feedback`` holds the ratings kept when controls are drawn again."""
+    in this process; ``feedback`` holds the ratings kept when controls are drawn again;
+    ``ledger`` gets the completion tokens of each answer settled."""
 
     def __init__(
         self,
@@ -108,8 +114,10 @@ class InterruptedAnswers:
         *,
         every: float = SWEEP_SECONDS,
         feedback: AnswerFeedback | None = None,
+        ledger: UsageLedger | None = None,
     ) -> None:
         self.feedback = feedback
+        self.ledger = ledger
         self.conversations = conversations
         self.locks = locks
         self.settings = settings
@@ -183,6 +191,8 @@ class InterruptedAnswers:
         await self.conversations.update_message(
             turn_id, content=text, token_count=reply_tokens(text), state="interrupted"
         )
+        if self.ledger is not None:
+            await self.ledger.complete_usage(answer_usage(turn_id), count_text(shown))
         return 1
 
     async def _settle_asked(self, conversation: Conversation, turn: ChatMessage) -> int:

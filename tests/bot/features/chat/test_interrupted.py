@@ -1,9 +1,10 @@
 """An answer whose process ended while it streamed (its handler cancelled mid-edit, then a new
 genbot on the same database and platform): the next process settles it — the text stored at
 its last write, an _(interrupted)_ note, no cursor, no ⏹ Stop, 🔁 👍 👎 — and stores what it
-shows. The finished answer before it loses its 🔁 then (a newer answer is shown); an answer this
-process still streams is left alone. A message whose process ended before its answer began is
-noted as not answered, with 🔁 to answer it, unless a newer message came since."""
+shows, its tokens recorded. The finished answer before it loses its 🔁 then (a newer answer is
+shown); an answer this process still streams is left alone. A message whose process ended
+before its answer began is noted as not answered, with 🔁 to answer it, unless a newer message
+came since."""
 
 from __future__ import annotations
 
@@ -14,6 +15,7 @@ from pathlib import Path
 from bot.features.chat.controls import BAD_LABEL, GOOD_LABEL, REGENERATE_LABEL, STOP_LABEL
 from bot.features.chat.interrupted import INTERRUPTED_NOTE, NOT_ANSWERED_NOTE, InterruptedAnswers
 from bot.features.chat.renderer import MARKER
+from bot.features.chat.tokens import count_text
 from bot.kernel import Event, MessageRef, OutMessage, Place
 from tests.bot.features.chat.support import DM, ROOMY, ChatWorld, chat_world, sim_config
 from tests.fakes.platform import FakePlatform
@@ -71,6 +73,7 @@ def settler(world: ChatWorld) -> InterruptedAnswers:
         store.settings,
         world.genbot.parts.outbox,
         world.engine.turn_lock,
+        ledger=store.ledger,
     )
 
 
@@ -81,6 +84,7 @@ async def test_an_answer_left_streaming_is_settled_by_the_next_process(tmp_path:
         await alice.say("echo: finished first")
         [finished] = world.posted_in(DM)
         finished_history = list(finished.history)
+        used = await world.store.ledger.usage_for_user("fake", "alice")
 
         platform.hold = True
         asking = asyncio.create_task(alice.say(f"echo: {WORDS}"))
@@ -119,6 +123,10 @@ async def test_an_answer_left_streaming_is_settled_by_the_next_process(tmp_path:
         ]
         assert turns[-1].content == settled.text
         assert turns[1].content == finished.text
+        now_used = await world.store.ledger.usage_for_user("fake", "alice")
+        assert now_used.entries == used.entries + 1
+        assert now_used.tokens_prompt > used.tokens_prompt, "its prompt, recorded as it began"
+        assert now_used.tokens_completion == used.tokens_completion + count_text(shown)
 
         await world.actor().say("echo: next")
         history = world.chat_bodies()[-1]["messages"]
