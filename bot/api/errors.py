@@ -62,7 +62,7 @@ class AuthenticationError(ApiError):
     """The provider answered 401: the API key is missing or wrong. ``provider_message`` is its
     own explanation, when it sent one."""
 
-    user_message = N_("The service rejected the bot's API key. An admin needs to check it.")
+    user_message = N_("The service rejected genbot's API key. An admin needs to check it.")
 
     def __init__(self, provider_message: str = "") -> None:
         self.provider_message = provider_message
@@ -111,7 +111,7 @@ class PermissionDenied(ApiError):
         if provider_message:
             self._tell(N_("The service does not allow this: {reason}"), reason=provider_message)
         else:
-            self._tell(N_("The service does not allow this for the bot's account."))
+            self._tell(N_("The service does not allow this for genbot's account."))
         super().__init__(self.user_message)
 
 
@@ -131,7 +131,7 @@ class ModelNotAllowed(PermissionDenied):
         self.status = status
         self._tell(
             N_(
-                "The service refused {model} for the bot's account: its plan or permissions do "
+                "The service refused {model} for genbot's account: its plan or permissions do "
                 "not include that model (genbot's [api] plan says {plan}; llm-4 models need the "
                 "Developer plan or above). Pick another model with {settings}, or ask an admin "
                 "to check the account's plan."
@@ -212,7 +212,7 @@ def rounded_wait(seconds: float) -> tuple[int, Literal["s", "min", "h"]]:
 class InvalidResponse(ApiError):
     """The provider answered 200 with a body that is not what its documentation describes."""
 
-    user_message = N_("The service sent an answer the bot could not read.")
+    user_message = N_("The service sent an answer genbot could not read.")
 
 
 class RefusalKind(StrEnum):
@@ -279,7 +279,7 @@ class ConnectionFailed(ApiError):
     ``request_sent`` tells whether the request may have reached the provider.
     """
 
-    user_message = N_("The bot could not reach the service. Please try again later.")
+    user_message = N_("genbot could not reach the service. Please try again later.")
 
     def __init__(self, message: str, *, request_sent: bool) -> None:
         super().__init__(message)

@@ -47,7 +47,7 @@ KEY_STATES: tuple[KeyState, ...] = ("in", "refused", "no_credit")
 class NoKey(ApiError):
     """No provider key is configured, or the named one is not (any more)."""
 
-    user_message = N_("The bot has no usable API key for the service. An admin needs to check it.")
+    user_message = N_("genbot has no usable API key for the service. An admin needs to check it.")
 
 
 @dataclass(frozen=True)

@@ -57,7 +57,7 @@ async def test_a_wrong_key_is_the_key_even_for_llm_4() -> None:
             with pytest.raises(AuthenticationError) as refused:
                 await api.chat.complete(ask("hi", model=model))
             assert refused.value.user_message == (
-                "The service rejected the bot's API key. An admin needs to check it."
+                "The service rejected genbot's API key. An admin needs to check it."
             )
 
 
