@@ -160,6 +160,8 @@ class Console:
             raise UserError(_(NO_SUCH_JOB)) from None
         self._allowed(user, job.platform, job.workspace_id)
         await self.cancel_button.cancel(user, job, place_of(job))
+        if job.status == "unknown":
+            return _cancelled_unconfirmed(job, mine=user.id == job.requester_id)
         if user.id == job.requester_id:
             return _(
                 "Cancelled {job}: its progress message is removed. The service still runs it"
@@ -263,6 +265,24 @@ class Console:
                 for status, owner, count in found.jobs
             ],
         }
+
+
+def _cancelled_unconfirmed(job: Job, *, mine: bool) -> str:
+    """What the admin who cancelled ``job``, which the provider never confirmed, is told: it
+    no longer counts toward any cap, though the provider may still charge it."""
+    if mine:
+        return _(
+            "Cancelled {job}: its progress message is removed. The service never confirmed it,"
+            " so it no longer counts toward your cap; if the service did run it, it may still"
+            " charge you.",
+            job=job.id,
+        )
+    return _(
+        "Cancelled {job}: its progress message now tells its requester so. The service never"
+        " confirmed it, so it no longer counts toward their cap; if the service did run it, it"
+        " may still charge them.",
+        job=job.id,
+    )
 
 
 def _workspace_of(job: Job) -> Place:

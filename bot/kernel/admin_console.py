@@ -36,7 +36,9 @@ class AdminConsole(Protocol):
         ...
 
     async def cancel(self, user: User, job_id: str) -> str:
-        """Cancel the job ``job_id`` as its ❌ Cancel button would; what to tell the admin."""
+        """Cancel the job ``job_id`` as its ❌ Cancel button would; what to tell the admin
+        (whether it still counts toward its requester's cap: one the provider never confirmed
+        does not)."""
         ...
 
     async def export(

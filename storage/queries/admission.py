@@ -43,10 +43,13 @@ SQL_INSERT_JOB: Final = (
 SQL_COMMANDED: Final = "SELECT * FROM jobs WHERE command_key = ?"
 SQL_JOB_EXISTS: Final = "SELECT 1 AS found FROM jobs WHERE id = ?"
 SQL_DERIVATIVE: Final = "SELECT * FROM jobs WHERE parent_job_id = ? AND action = ?"
+COUNTS_TOWARD_CAP: Final = "(status != 'cancelled' OR provider_id IS NOT NULL)"
+"""An active job counts toward its requester's cap unless it was cancelled while ``unknown``
+(the provider never confirmed it: no ``provider_id``), which gives its place back at once."""
 SQL_COUNT_ACTIVE: Final = (
     "SELECT COUNT(*) AS n, SUM(CASE WHEN status = 'cancelled' THEN 1 ELSE 0 END) AS cancelled"
     " FROM jobs WHERE platform = ? AND requester_id = ?"
-    f" AND status IN ({marks(len(_ACTIVE))})"
+    f" AND status IN ({marks(len(_ACTIVE))}) AND {COUNTS_TOWARD_CAP}"
 )
 SQL_KEY_ACTIVE: Final = (
     f"SELECT COUNT(*) AS n FROM jobs WHERE provider_key = ? AND status IN ({marks(len(_ACTIVE))})"

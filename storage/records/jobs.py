@@ -73,7 +73,8 @@ JobStatus = Literal[
   from the notification), else it times out into ``failed``.
 - ``cancelled``: the user cancelled it while the provider's task ran (the provider cannot stop
   a task: it runs to its end and is charged). Nothing more is shown to the user, but the job
-  keeps its place under the user's cap and is followed like one in flight until the provider is
+  keeps its place under the user's cap (unless the provider never confirmed it: cancelled while
+  ``unknown``, without a ``provider_id``) and is followed like one in flight until the provider is
   done; then it moves to ``failed`` (its ``error`` and ``result["cancelled"]`` kept, the
   ``credits`` the provider reports stored), whose delivery charges the credits and shows nothing.
 """
@@ -88,7 +89,9 @@ ACTIVE_STATUSES: Final[frozenset[JobStatus]] = IN_FLIGHT_STATUSES | {
     "unknown",
     "cancelled",
 }
-"""What counts toward a user's concurrent-job cap (and what a webhook may still change)."""
+"""What counts toward a user's concurrent-job cap (and what a webhook may still change); a
+``cancelled`` job without a ``provider_id`` does not count
+(:data:`storage.queries.admission.COUNTS_TOWARD_CAP`)."""
 UNFINISHED_STATUSES: Final[frozenset[JobStatus]] = ACTIVE_STATUSES | {
     "finished",
     "failed",

@@ -147,14 +147,29 @@ async def test_the_cap_counts_unknown_jobs_and_ignores_other_users(store: Store)
 async def test_the_cap_counts_cancelled_jobs_until_the_provider_is_done(store: Store) -> None:
     """A refusal says how many of the jobs it counts are cancelled ones."""
     quota = JobQuota(max_active=2)
-    await create_job(store.admission, new_job(status="processing"))
-    job = await create_job(store.admission, new_job(status="processing"))
+    await create_job(store.admission, new_job(status="processing", provider_id="t1"))
+    job = await create_job(store.admission, new_job(status="processing", provider_id="t2"))
     assert await store.jobs.transition(job.id, "processing", "cancelled")
 
     refusal = QuotaRefusal("max_active", 2, 2, cancelled=1)
     assert await store.admission.create_job_within(new_job(), quota) == refusal
     assert await store.admission.quota_refusal("discord", "u1", quota) == refusal
     assert await store.jobs.transition(job.id, "cancelled", "failed")
+    assert not isinstance(await store.admission.create_job_within(new_job(), quota), QuotaRefusal)
+
+
+async def test_a_job_cancelled_while_unknown_gives_its_place_back_at_once(store: Store) -> None:
+    """qa D6: the provider never confirmed it, so it stops counting when it is cancelled, not
+    when it times out; one cancelled after the provider confirmed it still counts."""
+    quota = JobQuota(max_active=2)
+    confirmed = await create_job(store.admission, new_job(status="processing", provider_id="t1"))
+    assert await store.jobs.transition(confirmed.id, "processing", "cancelled")
+    unconfirmed = await create_job(store.admission, new_job(status="unknown"))
+    refusal = QuotaRefusal("max_active", 2, 2, cancelled=1)
+    assert await store.admission.quota_refusal("discord", "u1", quota) == refusal
+
+    assert await store.jobs.transition(unconfirmed.id, "unknown", "cancelled")
+    assert await store.admission.quota_refusal("discord", "u1", quota) is None
     assert not isinstance(await store.admission.create_job_within(new_job(), quota), QuotaRefusal)
 
 

@@ -11,8 +11,10 @@ job — the tiers with their caps and budgets (:class:`Tiers`) and a user's plac
   ``max_concurrent_jobs_per_user``): without tiers, everyone is, as before tiers existed.
 - Concurrent jobs: a user may have at most the tier's ``concurrent_jobs`` jobs that are being
   created, in flight at the provider, sent but unconfirmed (``unknown``), or cancelled while
-  the provider still runs them (``cancelled``) — both families together; ``0`` disables the cap.
-  Its refusal says how many of them are cancelled ones (they count until the provider is done).
+  the provider still runs them (``cancelled``; not one cancelled while ``unknown``: the provider
+  never confirmed it, so it gives its place back at once) — both families together; ``0``
+  disables the cap. Its refusal says how many of them are cancelled ones (they count until the
+  provider is done).
 - Credits: a user whose ledger shows the tier's ``daily_credits`` or more in its window (today,
   UTC; or, refilled ``hourly``, the last 24 whole hours) may start no new job (``0`` disables
   the budget). Credits land in the ledger when an image task's result is posted (a cancelled

@@ -3,9 +3,11 @@
 The provider has no way to cancel a job: its task runs to its end and is charged. So Cancel
 means: the job stops mattering to the user at once (its progress message is deleted, or says
 cancelled without buttons where it cannot be; no result is ever posted), but a job the provider
-has (or may have) moves to ``cancelled``: it keeps its place under the user's jobs-at-once cap
-and is followed quietly until the provider is done, and the credits the provider reports are
-charged to the user like a finished job's (its delivery then ends it, showing nothing). Only the
+has (or may have) moves to ``cancelled``: it is followed quietly until the provider is done, and
+the credits the provider reports are charged to the user like a finished job's (its delivery then
+ends it, showing nothing). One the provider confirmed keeps its place under the user's
+jobs-at-once cap until then; one it never confirmed (``unknown``) gives its place back at once
+(:data:`storage.queries.admission.COUNTS_TOWARD_CAP`). Only the
 requester (or an admin) may cancel; an admin's cancel of someone else's job is recorded in the
 audit log, and its requester is told in place of the progress message (not deleted then): an
 admin cancelled it, and the service may still charge it
@@ -70,10 +72,11 @@ class JobCancel:
 
     async def on_button(self, event: ButtonPress, referent: JobReferent) -> None:
         """Hide the job (followed quietly until the provider is done), then say what that
-        means for credits and the user's cap."""
+        means for credits and the user's cap
+        (:func:`~bot.features.jobs.wording.cancelled_note`)."""
         await self.cancel(event.user, referent.job, event.place)
         await self._outbox.write(
-            event.place, Notice(event, _(wording.CANCELLED_NOTE)), WritePolicy.NOW
+            event.place, Notice(event, wording.cancelled_note(referent.job)), WritePolicy.NOW
         )
 
     async def cancel(self, user: User, job: Job, place: Place) -> None:

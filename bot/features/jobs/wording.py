@@ -353,6 +353,17 @@ CANCELLED_NOTE = N_(
     "stop a job, so it still runs there and is charged: until it ends it counts toward the jobs "
     "you may run at once, and its credits count toward your daily budget."
 )
+UNCONFIRMED_CANCELLED_NOTE = N_(
+    "Cancelled: its message is removed and no result will be posted. The service never "
+    "confirmed this job, so it no longer counts toward the jobs you may run at once; if the "
+    "service did run it, it may still charge its credits, which count toward your daily budget."
+)
+
+
+def cancelled_note(job: Job) -> str:
+    """What the requester who cancelled ``job`` (as it was before the cancel) is told."""
+    note = UNCONFIRMED_CANCELLED_NOTE if job.status == "unknown" else CANCELLED_NOTE
+    return _(note)
 
 
 def result_text(job: Job) -> str:

@@ -8,6 +8,7 @@ from __future__ import annotations
 import asyncio
 import json
 from collections.abc import AsyncIterator
+from dataclasses import replace
 from pathlib import Path
 
 import pytest
@@ -16,6 +17,7 @@ from simulator.server import RunningSimulator, serve
 from simulator.state import SimulatorConfig
 from tests.adapters.discord.harness import Harness
 from tests.adapters.discord.real_core import QUICK_BUCKET, QUICK_WINDOW, real_genbot
+from tests.bot.features.jobs.proxy import faulty_proxy
 from tests.fakes.discord import FakeChannel, FakeDiscord, FakeUser
 
 pytestmark = pytest.mark.parametrize("fake", [QUICK_BUCKET], indirect=True)
@@ -113,3 +115,36 @@ async def test_a_role_mapped_tier_sets_its_members_caps_credits_and_modes(
         assert "Your tier: **patrons**" in usage
         assert "Image credits today (UTC): 8 of 8 used, 0 left, more at 00:00 UTC." in usage
         assert "Image jobs at once: up to 2." in usage and "Modes: relax, fast." in usage
+
+
+async def test_cancelling_a_job_the_service_never_confirmed_frees_its_place_at_once(
+    harness: Harness, sim: RunningSimulator, tmp_path: Path
+) -> None:
+    """qa D6: with a cap of one, a job whose creation answer was lost (``unknown``) is
+    cancelled, and the next /imagine starts at once instead of waiting for it to time out."""
+    fake = harness.fake
+    alice, general = fake.user("alice"), fake.channel("general")
+    async with faulty_proxy(sim.base_url) as proxy:
+        proxy.faults["/gen/v2/imagine"] = ["lose"]
+        behind_proxy = replace(sim, base_url=proxy.base_url)
+        async with real_genbot(
+            harness, behind_proxy, tmp_path / "genbot.db", max_concurrent_jobs_per_user=1
+        ) as genbot:
+            await imagine(fake, alice, general, "a fox")
+            progress = await fake.wait_for(
+                lambda: next(
+                    (m for m in fake.bot_messages(general.id) if "did not confirm" in m.text),
+                    None,
+                ),
+                what="the unconfirmed job's progress message",
+            )
+            press = await fake.press(alice, progress, "❌ Cancel")
+            await fake.answered(press)
+            [note] = await told(fake, alice, 1)
+            assert "no longer counts toward the jobs you may run at once" in note
+            assert "until it ends it counts" not in note
+            assert [job.status for job in await genbot.all_jobs()] == ["cancelled"]
+
+            await imagine(fake, alice, general, "a fox again")
+            await until_imagined(sim, 2)
+            assert [m.content for m in fake.ephemerals_for(alice)] == [note]

@@ -10,9 +10,10 @@ from typing import Any
 
 import pytest
 
-from storage import ModerationRule
+from storage import ModerationRule, NewJob
 from tests.adapters.web.test_end_to_end_moderation import become_admin
 from tests.genbot.stack import PlaygroundUser, playground_user, real_stack
+from tests.storage.helpers import create_job
 
 WEB = {"platform": "web", "workspace": "web"}
 
@@ -261,6 +262,38 @@ async def test_an_admin_cancels_another_users_job_through_the_cancel_path(tmp_pa
         assert "charges you" in told["text"]
         [entry] = await stack.runtime.store.audit.entries("web", "web", kind="job")
         assert (entry.kind, entry.target) == ("job.cancelled", job.id)
+
+
+async def test_cancelling_a_job_the_service_never_confirmed_says_it_no_longer_counts(
+    tmp_path: Path,
+) -> None:
+    """qa D6: a job left ``unknown`` (the provider never confirmed it) gives its place back
+    when cancelled, and the admin page says so instead of "it counts toward the cap"."""
+    async with (
+        real_stack(tmp_path, demo=True) as stack,
+        playground_user(stack.url) as admin,
+        playground_user(stack.url) as user,
+    ):
+        await become_admin(stack, admin)
+        told: list[str] = []
+        for requester in (await me(admin), await me(user)):
+            unconfirmed = NewJob(
+                family="task",
+                type="imagine",
+                status="unknown",
+                requester_id=requester,
+                platform="web",
+                workspace_id="web",
+                channel_id="general",
+                prompt="a fox",
+            )
+            job = await create_job(stack.runtime.store.admission, unconfirmed)
+            status, answered = await answer(admin, "/api/admin/cancel", {"job_id": job.id})
+            assert status == 200, answered
+            told.append(answered["text"])
+        own, theirs = told
+        assert "it no longer counts toward your cap" in own and "until it ends" not in own
+        assert "it no longer counts toward their cap" in theirs and "until it ends" not in theirs
 
 
 async def test_the_tiers_and_who_is_in_which_on_this_platform(
