@@ -372,7 +372,7 @@ def build_job_engines(
             owner=store.owner.process_id,
             every=limits_settings.progress_tick_seconds,
             deliveries_waiting=lambda: tracker.deliveries_waiting,
-            holds_jobs=lambda: tracker.holds_jobs,
+            holds_jobs=lambda: tracker.holds_jobs or bool(starting),
         ),
         DescribeButtons(starter, provider, store.settings, described, batches, form_prompts),
         UploadForms(starter, images),

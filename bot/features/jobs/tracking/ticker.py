@@ -1,8 +1,9 @@
 """The progress ticker: keeps every running job's progress message moving.
 
 Every :data:`TICK_SECONDS`, while this process may hold an unfinished job (as its tracker knows
-from its heartbeat and its submissions, without a statement; an idle process's tick sends none and
-forgets the places), it lists the jobs in flight (a few columns of each), works out each
+from its heartbeat and its submissions, without a statement, or it is sending one; an idle
+process's tick sends none and forgets the places), it lists the jobs in flight or being sent
+(:data:`TICKED_STATUSES`, a few columns of each), works out each
 one's place among its requester's running jobs (those of every process), and asks delivery to show
 the progress of the jobs this process holds the lease on (:mod:`bot.features.jobs.tracking.leases`),
 read whole in one statement: with several processes on one database, each job's message is ticked
@@ -27,11 +28,13 @@ from collections.abc import Callable
 from bot.features.jobs.messages import JobMessages
 from bot.features.jobs.wording import Position
 from bot.kernel import OUTAGE
-from storage import IN_FLIGHT_STATUSES, JobTracking, RunningJob, StorageError
+from storage import IN_FLIGHT_STATUSES, JobStatus, JobTracking, RunningJob, StorageError
 
 log = logging.getLogger(__name__)
 
 TICK_SECONDS = 5.0
+TICKED_STATUSES: frozenset[JobStatus] = IN_FLIGHT_STATUSES | {"creating"}
+"""The jobs whose progress ticks: in flight, and being sent (Sending) until the provider answers."""
 MAX_TICKED = 2000
 """At most this many jobs are ticked per round (the oldest first)."""
 CONCURRENCY = 8
@@ -116,7 +119,7 @@ class ProgressTicker:
         if not self._holds_jobs():
             self._delivery.positions = {}
             return 0
-        running = await self._store.list_running(IN_FLIGHT_STATUSES, limit=MAX_TICKED)
+        running = await self._store.list_running(TICKED_STATUSES, limit=MAX_TICKED)
         self._delivery.positions = positions(running)
         if self._deliveries_waiting():
             return 0

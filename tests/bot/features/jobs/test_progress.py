@@ -4,6 +4,7 @@ its requester's jobs, and the same message becoming the result (the progress lin
 
 from __future__ import annotations
 
+import asyncio
 from pathlib import Path
 
 import pytest
@@ -14,11 +15,13 @@ from bot.kernel import Command, User
 from simulator.server import serve
 from simulator.state import SimulatorConfig
 from storage import Job, SqliteStore
+from tests.bot.features.jobs.proxy import faulty_proxy
 from tests.bot.features.jobs.support import bare_engines, job_record
 from tests.bot.harness import PLACE, ROOMY
 from tests.fakes.platform import FakePlatform
 
 MANUAL = SimulatorConfig(time_scale=1.0, clock_start=1_700_000_000)
+WAIT = 10.0
 
 
 class Clock:
@@ -97,6 +100,34 @@ async def test_progress_moves_and_the_same_message_becomes_the_grid(tmp_path: Pa
     assert done.result_message_id == job.progress_message_id
     assert progress.text == "**Imagined** — a red fox (relax)" and progress.message.images
     assert "❌ Cancel" not in [b.label for b in progress.buttons]
+
+
+async def test_the_elapsed_time_ticks_while_a_job_is_being_sent(tmp_path: Path) -> None:
+    """qa: while the provider has not answered the create call (Sending), the elapsed time
+    moves like in the other stages; it stood still at 0:00 (the ticker listed only jobs in
+    flight, and a process holding only jobs it was sending skipped its ticks)."""
+    clock, platform = Clock(), FakePlatform(profile=ROOMY)
+    async with (
+        serve(MANUAL) as sim,
+        faulty_proxy(sim.base_url) as proxy,
+        bare_engines(sim, tmp_path, api_url=proxy.base_url, clock=clock, platform=platform) as bare,
+    ):
+        engines = bare.engines
+        await engines.tracker.leases.beat()
+        proxy.faults["/gen/v2/imagine"] = ["hang"]
+        starting = asyncio.create_task(engines.images.imagine(command("alice"), "a red fox"))
+        await asyncio.wait_for(proxy.hung.wait(), WAIT)
+        [job] = await bare.store.tracking.list_unfinished_jobs()
+        assert job.status == "creating" and job.progress_message_id is not None
+        progress = platform.messages[job.progress_message_id]
+        assert second_line(progress.text) == "Sending · 0:00"
+
+        clock.now += 7
+        assert await engines.ticker.tick() == 1
+        assert second_line(progress.text) == "Sending · 0:05"
+        proxy.release.set()
+        await asyncio.wait_for(starting, WAIT)
+        assert second_line(progress.text) == "Queued (relax) · 0:05"
 
 
 async def test_progress_names_the_place_among_the_requesters_jobs(tmp_path: Path) -> None:
