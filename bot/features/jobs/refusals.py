@@ -8,9 +8,10 @@ is recorded on the pressed job (``result["refused_actions"]``) and its result me
 with that button disabled, so nobody presses it again. A refusal for want of credits is not the
 action's fault and disables nothing.
 
-A 400, for any job, is the provider's refusal of the request itself (:func:`refuses_request`):
-the presser or the command's user reads it privately and the job's card leaves the channel;
-other refusals stay on the job's card.
+A 400, for any job, and a follow-up's refusal are the provider's refusal of the request itself
+(:func:`refuses_request`): the presser or the command's user reads it privately (ephemeral on
+Discord and Slack, private in the playground) and the job's card leaves the channel; other
+refusals stay on the job's card.
 """
 
 from __future__ import annotations
@@ -55,14 +56,15 @@ def refuses_follow_up(error: BaseException) -> bool:
 def refuses_request(error: BaseException) -> bool:
     """Whether a creation call's ``error`` is the provider's refusal of the request itself:
     its validation answer (HTTP 400, "request format does not meet requirements": a ratio, a
-    version, a value it does not take), for a follow-up too. Nothing started, and the reason
-    is the requester's own input, so it is told to them privately and no job card stays in
-    the channel (:meth:`bot.features.jobs.starter.JobStarter.start`). A creation refused in
-    the body (``status: failed``: the origin gone, no credit…), a key's or an account's
-    refusal, a server error or a timeout are not."""
-    if isinstance(error, FollowUpRefused):
-        error = error.cause
-    return isinstance(error, BadRequest)
+    version, a value it does not take), or its refusal of a follow-up on that image
+    (:class:`FollowUpRefused`: a 400, or ``status: failed`` for the image's sake: its task
+    gone, that button already used). Nothing started, and the reason is the presser's or the
+    requester's own, so it is told to them privately and no job card stays in the channel (the
+    pressed image stays as it was but for the refused button, disabled)
+    (:meth:`bot.features.jobs.starter.JobStarter.start`). A command's creation refused in the
+    body, a refusal for want of credits, a key's or an account's refusal, a server error or a
+    timeout are not."""
+    return isinstance(error, FollowUpRefused | BadRequest)
 
 
 async def disable_follow_up(

@@ -445,3 +445,28 @@ async def test_in_german_commands_help_settings_a_grid_its_buttons_and_a_refusal
         await fake.slash(alice, general, "imagine", {"prompt": "a fox", "aspect_ratio": "99"})
         await fake.wait_for(lambda: told(str(refused.value)), what="the refusal in German")
         assert not told("must look like")
+
+
+async def test_a_follow_up_the_service_refuses_is_told_to_its_presser_alone(
+    harness: Harness, sim: RunningSimulator, tmp_path: Path
+) -> None:
+    """qa: the service refusing a follow-up in its answer's body (V2 on a grid whose task it
+    no longer has) is answered privately to the presser: no card saying so is left in the
+    channel, and the grid stays where it was."""
+    fake = harness.fake
+    alice, general = fake.user("alice"), fake.channel("general")
+    async with genbot_in(harness, sim, tmp_path) as genbot:
+        grid = await imagine(fake, "a red fox")
+        imagined = await genbot.posted("imagine")
+        assert imagined.provider_id is not None
+        del sim.state.tasks[imagined.provider_id]
+        press = await fake.press(alice, grid, "V2")
+        assert await fake.answered(press) == DEFERRED_UPDATE
+        [told] = await fake.wait_for(
+            lambda: ephemeral_texts(fake, alice) or None, what="the refusal, privately"
+        )
+        assert told.startswith("The service refused V2 on this image")
+        [refused] = [job for job in await genbot.all_jobs() if job.type == "variation"]
+        assert (refused.status, refused.progress_message_id) == ("create_failed", None)
+        assert [m.id for m in fake.bot_messages(general.id)] == [grid.id]
+        assert grid.gallery and {"U1", "V1"} <= {b.get("label") for b in grid.buttons}
