@@ -474,7 +474,9 @@ class ChatStream:
 
     def _add(self, data: str) -> str:
         """Fold one event's data in; returns the text it adds to choice 0 (``[DONE]``
-        completes the stream and adds none)."""
+        completes the stream and adds none; an event without data is a keep-alive)."""
+        if not data.strip():
+            return ""
         if data.strip() == DONE:
             self._complete = True
             self._close()

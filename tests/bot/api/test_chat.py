@@ -507,3 +507,38 @@ def test_a_plain_chunk_is_read_without_the_models() -> None:
     }
     assert _plain_chunk(spec_chunk) is not None
     assert _plain_chunk({**spec_chunk, "created": "1"}) is None
+
+
+def sse_provider(*events: str, then: Callable[[], Awaitable[None]] | None = None) -> Any:
+    """A stand-in provider's handler that streams ``events`` (raw text), then awaits ``then``."""
+
+    async def handler(request: web.Request) -> web.StreamResponse:
+        response = web.StreamResponse(headers={"Content-Type": "text/event-stream"})
+        await response.prepare(request)
+        for event in events:
+            await response.write(event.encode())
+        if then is not None:
+            await then()
+        return response
+
+    return handler
+
+
+OPENING = 'data: {"choices":[{"index":0,"delta":{"role":"assistant","content":""}}]}\n\n'
+FINISH = 'data: {"choices":[{"index":0,"delta":{},"finish_reason":"stop"}]}\n\ndata: [DONE]\n\n'
+
+
+def piece(text: str) -> str:
+    return f'data: {{"choices":[{{"index":0,"delta":{{"content":"{text}"}}}}]}}\n\n'
+
+
+async def test_an_empty_data_event_is_a_keep_alive_not_a_broken_chunk() -> None:
+    handler = sse_provider(OPENING, piece("Hel"), "data:\n\n", "data: \n\n", piece("lo"), FINISH)
+    async with (
+        chat_provider(handler) as url,
+        ProviderClient(settings_for(url), retry=FAST_RETRY) as api,
+        asyncio.timeout(10),
+        api.chat.stream(ask("hi")) as stream,
+    ):
+        assert "".join([text async for text in stream]) == "Hello"
+    assert stream.accumulator.results()[0].finish_reason == "stop"
