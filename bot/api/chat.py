@@ -6,6 +6,7 @@ import asyncio
 import contextlib
 import json
 import logging
+import time
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
 from types import TracebackType
@@ -314,6 +315,9 @@ class ChatStream:
         self._given = 0
         self._end_given = False
         self._stopped = False
+        self._idle = 0.0
+        self._event_due = 0.0
+        self._kept_alive = False
         self.ended = asyncio.Event()
         """Set once the provider's answer arrived whole, or the stream was closed."""
         self.accumulator = ChatAccumulator()
@@ -445,18 +449,31 @@ class ChatStream:
         """Send the request (waiting for the pacer and any 429 first) unless it was sent."""
         if self._response is None and not self._finished:
             self._response = await self._opener()
+            self._idle = self._response.idle_timeout
+            self._event_due = time.monotonic() + self._idle
             self._response.on_end(self.ended.set)
 
     def _interrupted(self, reason: str) -> StreamInterrupted:
         return StreamInterrupted(reason, self.accumulator.text(), self.accumulator.texts())
 
     async def _receive(self) -> bytes:
-        """The next bytes received (``b""`` at the end); a stall or a break interrupts."""
+        """The next bytes received (``b""`` at the end); a stall or a break interrupts, and so
+        do keep-alives alone (comments, empty events) for the idle timeout: the bound is
+        between two events, not two reads."""
         assert self._response is not None
+        left = self._event_due - time.monotonic()
         try:
-            return await self._response.next_bytes()
+            if left <= 0:
+                raise TimeoutError
+            async with asyncio.timeout(left):
+                return await self._response.next_bytes()
         except ApiTimeout as error:
             raise self._interrupted(str(error)) from None
+        except TimeoutError:
+            idle = f"{self._idle:g} s"
+            if self._kept_alive:
+                raise self._interrupted(f"no event for {idle}, only keep-alives") from None
+            raise self._interrupted(f"no data for {idle}") from None
         except ConnectionFailed as error:
             raise self._interrupted(f"connection broken ({error})") from None
 
@@ -470,7 +487,12 @@ class ChatStream:
             events = self._parser.feed(received)
         except SseTooLarge as error:
             raise self._interrupted(str(error)) from None
-        self._pending.extend(event.data for event in events)
+        self._kept_alive = True
+        for event in events:
+            if event.data.strip():
+                self._event_due = time.monotonic() + self._idle
+                self._kept_alive = False
+            self._pending.append(event.data)
 
     def _add(self, data: str) -> str:
         """Fold one event's data in; returns the text it adds to choice 0 (``[DONE]``

@@ -119,6 +119,11 @@ class StreamResponse:
         except (aiohttp.ClientConnectionError, aiohttp.ClientPayloadError) as error:
             raise ConnectionFailed(type(error).__name__, request_sent=True) from None
 
+    @property
+    def idle_timeout(self) -> float:
+        """How long the stream may go without data (its caller may bound events likewise)."""
+        return self._idle_timeout
+
     def bytes_now(self) -> bytes | None:
         """Every byte received and not read yet, without waiting: ``None`` when there is
         none, ``b""`` at the end. Raises :class:`ConnectionFailed` on a broken connection."""

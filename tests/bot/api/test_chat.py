@@ -542,3 +542,30 @@ async def test_an_empty_data_event_is_a_keep_alive_not_a_broken_chunk() -> None:
     ):
         assert "".join([text async for text in stream]) == "Hello"
     assert stream.accumulator.results()[0].finish_reason == "stop"
+
+
+async def test_keep_alive_comments_do_not_keep_a_stream_without_events_open() -> None:
+    release = asyncio.Event()
+
+    async def handler(request: web.Request) -> web.StreamResponse:
+        response = web.StreamResponse(headers={"Content-Type": "text/event-stream"})
+        await response.prepare(request)
+        await response.write((OPENING + piece("Half a")).encode())
+        with contextlib.suppress(ConnectionError):
+            while not release.is_set():
+                await response.write(b": keep-alive\n\n")
+                await asyncio.sleep(0.02)
+        return response
+
+    try:
+        async with chat_provider(handler) as url:
+            settings = settings_for(url, stream_idle_timeout=0.3)
+            async with ProviderClient(settings, retry=FAST_RETRY) as api:
+                with pytest.raises(StreamInterrupted) as caught:
+                    async with asyncio.timeout(5), api.chat.stream(ask("hi")) as stream:
+                        async for _ in stream:
+                            pass
+    finally:
+        release.set()
+    assert caught.value.partial_text == "Half a"
+    assert "no event" in caught.value.reason
