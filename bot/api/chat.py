@@ -38,7 +38,8 @@ from bot.api.models_chat import (
     FunctionCall,
 )
 from bot.api.ratelimit import RequestPacer
-from bot.api.sse import SseParser, SseTooLarge
+from bot.api.sse import SseEvent, SseParser, SseTooLarge
+from bot.api.statuses import parse_json, provider_message
 
 CHAT_PATH = "/v1/chat/completions"
 DONE = "[DONE]"
@@ -307,7 +308,7 @@ class ChatStream:
         self._opener = opener
         self._response: StreamResponse | None = None
         self._parser = SseParser(whole_lines=WHOLE_LINES)
-        self._pending: list[str] = []
+        self._pending: list[SseEvent] = []
         self._finished = False
         self._complete = False
         self._interruption: StreamInterrupted | None = None
@@ -492,13 +493,18 @@ class ChatStream:
             if event.data.strip():
                 self._event_due = time.monotonic() + self._idle
                 self._kept_alive = False
-            self._pending.append(event.data)
+            self._pending.append(event)
 
-    def _add(self, data: str) -> str:
+    def _add(self, event: SseEvent) -> str:
         """Fold one event's data in; returns the text it adds to choice 0 (``[DONE]``
-        completes the stream and adds none; an event without data is a keep-alive)."""
+        completes the stream and adds none; an event without data is a keep-alive). An
+        ``error`` event, or data holding an ``error`` and no choices, interrupts the stream
+        with the provider's words."""
+        data = event.data
         if not data.strip():
             return ""
+        if event.event == "error":
+            raise self._interrupted(f"provider error: {_error_words(data)}")
         if data.strip() == DONE:
             self._complete = True
             self._close()
@@ -508,13 +514,17 @@ class ChatStream:
         except ValueError:
             raise self._interrupted("a chunk was not valid JSON") from None
         if isinstance(payload, dict) and "error" in payload and "choices" not in payload:
-            error = payload["error"]
-            message = error.get("message") if isinstance(error, dict) else error
-            raise self._interrupted(f"provider error: {message}")
+            raise self._interrupted(f"provider error: {_error_words(data)}")
         try:
             return self.accumulator.add(payload)
         except ValueError:
             raise self._interrupted("a chunk did not have the chunk shape") from None
+
+
+def _error_words(data: str) -> str:
+    """What an error event's data says, read like an error body (docs/provider.md#error-body)."""
+    raw = data.encode()
+    return provider_message(parse_json(raw), raw) or "no message"
 
 
 class ChatClient:

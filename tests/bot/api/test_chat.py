@@ -569,3 +569,27 @@ async def test_keep_alive_comments_do_not_keep_a_stream_without_events_open() ->
         release.set()
     assert caught.value.partial_text == "Half a"
     assert "no event" in caught.value.reason
+
+
+@pytest.mark.parametrize(
+    "error_event",
+    [
+        'event: error\ndata: {"message": "The server is overloaded"}\n\n',
+        "event: error\ndata: The server is overloaded\n\n",
+        'data: {"error": {"message": "The server is overloaded", "type": "server_error"}}\n\n',
+    ],
+)
+async def test_an_error_event_mid_stream_interrupts_with_the_providers_words(
+    error_event: str,
+) -> None:
+    handler = sse_provider(OPENING, piece("Hal"), error_event)
+    async with (
+        chat_provider(handler) as url,
+        ProviderClient(settings_for(url), retry=FAST_RETRY) as api,
+    ):
+        with pytest.raises(StreamInterrupted) as caught:
+            async with asyncio.timeout(10), api.chat.stream(ask("hi")) as stream:
+                async for _ in stream:
+                    pass
+    assert caught.value.partial_text == "Hal"
+    assert caught.value.reason == "provider error: The server is overloaded"
