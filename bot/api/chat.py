@@ -46,6 +46,7 @@ DONE = "[DONE]"
 WHOLE_LINES = frozenset({DONE})
 """The data that is a whole event by itself besides one JSON chunk: then it is one event even
 when no blank line follows (docs/provider.md#sse-framing)."""
+JSON_TYPE = "application/json"
 FREE_PLAN = "free"
 MAX_FORM_CHANGES = 2
 """A request is sent at most this many more times in other forms after refusals."""
@@ -319,6 +320,7 @@ class ChatStream:
         self._idle = 0.0
         self._event_due = 0.0
         self._kept_alive = False
+        self._whole_body: list[bytes] | None = None
         self.ended = asyncio.Event()
         """Set once the provider's answer arrived whole, or the stream was closed."""
         self.accumulator = ChatAccumulator()
@@ -387,6 +389,7 @@ class ChatStream:
                     self._add_pending()
                 if body_ended and not self._finished:
                     self._feed(b"")
+                    self._add_pending()
         except StreamInterrupted as interruption:
             self._interrupt(interruption)
         return self._unread()
@@ -452,6 +455,8 @@ class ChatStream:
             self._response = await self._opener()
             self._idle = self._response.idle_timeout
             self._event_due = time.monotonic() + self._idle
+            if self._response.content_type == JSON_TYPE:
+                self._whole_body = []
             self._response.on_end(self.ended.set)
 
     def _interrupted(self, reason: str) -> StreamInterrupted:
@@ -480,6 +485,9 @@ class ChatStream:
 
     def _feed(self, received: bytes) -> None:
         """Parse ``received`` (``b""``: the end of the body) into pending events."""
+        if self._whole_body is not None:
+            self._feed_whole(received)
+            return
         if not received:
             with contextlib.suppress(SseTooLarge):
                 self._parser.close()
@@ -494,6 +502,19 @@ class ChatStream:
                 self._event_due = time.monotonic() + self._idle
                 self._kept_alive = False
             self._pending.append(event)
+
+    def _feed_whole(self, received: bytes) -> None:
+        """A stream answered as one JSON body: kept until it ends, then read as the events
+        of the same answer streamed (a completion), or as an error event."""
+        assert self._whole_body is not None
+        if received:
+            self._whole_body.append(received)
+            if sum(map(len, self._whole_body)) > self._parser.max_event_chars:
+                raise self._interrupted("a JSON answer to a stream is too large")
+            return
+        data = b"".join(self._whole_body).decode("utf-8", errors="replace")
+        self._whole_body = None
+        self._pending.extend(_whole_answer_events(data))
 
     def _add(self, event: SseEvent) -> str:
         """Fold one event's data in; returns the text it adds to choice 0 (``[DONE]``
@@ -519,6 +540,28 @@ class ChatStream:
             return self.accumulator.add(payload)
         except ValueError:
             raise self._interrupted("a chunk did not have the chunk shape") from None
+
+
+def _whole_answer_events(data: str) -> list[SseEvent]:
+    """The events of a completion sent whole (``data``, its JSON): one chunk holding every
+    choice's message as its delta, then ``[DONE]``; anything else is an ``error`` event."""
+    try:
+        payload = json.loads(data)
+    except ValueError:
+        payload = None
+    if not (isinstance(payload, dict) and isinstance(payload.get("choices"), list)):
+        return [SseEvent(data=data or "an empty answer", event="error")]
+    choices = [
+        {
+            "index": choice.get("index"),
+            "delta": choice.get("message"),
+            "finish_reason": choice.get("finish_reason"),
+        }
+        for choice in payload["choices"]
+        if isinstance(choice, dict)
+    ]
+    chunk = {key: payload.get(key) for key in ("id", "model", "created")}
+    return [SseEvent(data=json.dumps({**chunk, "choices": choices})), SseEvent(data=DONE)]
 
 
 def _error_words(data: str) -> str:

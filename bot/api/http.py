@@ -120,6 +120,11 @@ class StreamResponse:
             raise ConnectionFailed(type(error).__name__, request_sent=True) from None
 
     @property
+    def content_type(self) -> str:
+        """The media type the provider declared for the body (``text/event-stream``…)."""
+        return self._response.content_type
+
+    @property
     def idle_timeout(self) -> float:
         """How long the stream may go without data (its caller may bound events likewise)."""
         return self._idle_timeout

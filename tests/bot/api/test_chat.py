@@ -593,3 +593,51 @@ async def test_an_error_event_mid_stream_interrupts_with_the_providers_words(
                     pass
     assert caught.value.partial_text == "Hal"
     assert caught.value.reason == "provider error: The server is overloaded"
+
+
+def json_provider(body: dict[str, Any]) -> Any:
+    """A stand-in provider's handler that answers a stream request with one JSON body."""
+
+    async def handler(request: web.Request) -> web.StreamResponse:
+        return web.json_response(body)
+
+    return handler
+
+
+async def test_a_stream_answered_as_one_json_completion_is_read_whole(
+    sim: RunningSimulator, api: ProviderClient
+) -> None:
+    whole = (await api.chat.complete(ask("echo: Hi there, friend.", n=2))).model_dump()
+    async with (
+        chat_provider(json_provider(whole)) as url,
+        ProviderClient(settings_for(url), retry=FAST_RETRY) as other,
+        asyncio.timeout(10),
+        other.chat.stream(ask("echo: Hi there, friend.", n=2)) as stream,
+    ):
+        assert "".join([text async for text in stream]) == "Hi there, friend."
+    assert stream.accumulator.texts() == {0: "Hi there, friend.", 1: "Hi there, friend."}
+    assert [r.finish_reason for r in stream.accumulator.results()] == ["stop", "stop"]
+
+
+async def test_a_stream_answered_with_a_json_error_interrupts_with_its_words() -> None:
+    body = {"error": {"message": "Upstream model is busy", "type": "server_error"}}
+    async with (
+        chat_provider(json_provider(body)) as url,
+        ProviderClient(settings_for(url), retry=FAST_RETRY) as api,
+    ):
+        with pytest.raises(StreamInterrupted) as caught:
+            async with asyncio.timeout(10), api.chat.stream(ask("hi")) as stream:
+                async for _ in stream:
+                    pass
+    assert caught.value.reason == "provider error: Upstream model is busy"
+
+
+async def test_a_json_answer_to_a_stream_is_read_as_deltas_too(api: ProviderClient) -> None:
+    whole = (await api.chat.complete(ask("echo: Hi there, friend."))).model_dump()
+    async with (
+        chat_provider(json_provider(whole)) as url,
+        ProviderClient(settings_for(url), retry=FAST_RETRY) as other,
+        asyncio.timeout(10),
+        other.chat.stream(ask("echo: Hi there, friend.")) as stream,
+    ):
+        assert await read_all(stream) == ["Hi there, friend.", StreamEnd("stop")]
