@@ -143,6 +143,8 @@ async def test_forged_webhook_calls_change_nothing(
             ("failure after finish", done.id, done_secret, forged_failure, 200),
         ]
         before = await snapshot(bot)
+        reads = bot.sim.state.requests_to("/gen/v2/multi_fetch")
+        assert [r.body["task_ids"] for r in reads] == [[done.provider_id]], "done was confirmed"
 
         answers = {}
         for name, job_id, secret, body, _ in forgeries:
@@ -154,17 +156,31 @@ async def test_forged_webhook_calls_change_nothing(
 
         assert answers == {name: status for name, _, _, _, status in forgeries}
         assert await snapshot(bot) == before, "a forged webhook changed a job or a message"
-        assert bot.sim.state.requests_to("/gen/v2/multi_fetch") == []
+        assert bot.sim.state.requests_to("/gen/v2/multi_fetch") == reads
+
+        # With the right secret, a record claiming the task finished is not posted on its
+        # word: genbot reads the task (one multi_fetch), and the task is still running.
+        headers = {"Content-Type": "application/json", "x-webhook-secret": running_secret}
+        hook = f"{hooks}/{running.id}"
+        async with session.post(hook, data=evil_finish, headers=headers) as response:
+            assert response.status == 200
+        await bot.jobs.tracker.wait_idle()
+        [claimed] = [job for job in await bot.all_jobs() if job.id == running.id]
+        assert claimed.status in IN_FLIGHT_STATUSES and claimed.result_urls == []
+        assert [r.body["task_ids"] for r in bot.sim.state.requests_to("/gen/v2/multi_fetch")] == [
+            [done.provider_id],
+            [running.provider_id],
+        ]
 
         # With the right secret, a body that is not this task's record is only a signal:
         # genbot reads its own task at once, and nothing the body claims is used.
         headers = {"Content-Type": "application/json", "x-webhook-secret": running_secret}
-        async with session.post(f"{hooks}/{running.id}", data=replay, headers=headers) as response:
+        async with session.post(hook, data=replay, headers=headers) as response:
             assert response.status == 200
         await bot.jobs.tracker.wait_idle()
         [signalled] = [job for job in await bot.all_jobs() if job.id == running.id]
         assert signalled.status in IN_FLIGHT_STATUSES and signalled.result_urls == []
-        assert len(bot.sim.state.requests_to("/gen/v2/multi_fetch")) == 1
+        assert len(bot.sim.state.requests_to("/gen/v2/multi_fetch")) == 3
 
         bot.sim.advance(600)
         [running] = await bot.settle([running.id], WAIT)

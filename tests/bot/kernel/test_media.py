@@ -59,7 +59,9 @@ def test_readable_images_pass() -> None:
 
 @asynccontextmanager
 async def image_server() -> AsyncIterator[tuple[str, list[str]]]:
-    """Serves ``/hop/<n>`` (redirects n more times, then the image), ``/bomb``, ``/to/<url>``."""
+    """Serves ``/hop/<n>`` (redirects n more times, then the image), ``/bomb`` (also as
+    ``/<area>/bomb.png``, where the simulator's record of a task with image id ``bomb`` points),
+    ``/to/<url>``."""
     seen: list[str] = []
 
     async def hop(request: web.Request) -> web.StreamResponse:
@@ -80,6 +82,7 @@ async def image_server() -> AsyncIterator[tuple[str, list[str]]]:
     app = web.Application()
     app.router.add_get("/hop/{n}", hop)
     app.router.add_get("/bomb", bomb)
+    app.router.add_get("/{area}/bomb.png", bomb)
     app.router.add_get("/to", to)
     runner = web.AppRunner(app)
     await runner.setup()
@@ -135,15 +138,20 @@ async def test_a_bomb_as_a_provider_result_is_posted_as_a_link_after_one_downloa
     ):
         await bot.actor().command("imagine", prompt="a fox")
         job = await bot.latest_job()
-        record = fetch_record(bot.sim.state.tasks[job.provider_id or ""], bot.sim.state.now())
-        record.update(status="finished", task_result={"image_url": f"{url}/bomb"})
+        # The provider's own record points at the bomb (a notification's record is not
+        # trusted: genbot posts what multi_fetch answers).
+        task = bot.sim.state.tasks[job.provider_id or ""]
+        task.base_url, task.image_id = url, "bomb"
+        bot.sim.advance(120)
+        record = fetch_record(task, bot.sim.state.now())
         hook = f"{bot.settings.webhook.public_url}/webhooks/tasks/{job.id}"
         secret = {"x-webhook-secret": await bot.jobs.starter.webhook_secrets.of(job) or ""}
         async with http.post(hook, data=json.dumps(record), headers=secret) as answer:
             assert answer.status == 200
 
         posted = await bot.result(job.id)
-        assert "decompression bomb" in posted.text and f"{url}/bomb" in posted.text
+        bomb = f"{url}/images/bomb.png"
+        assert "decompression bomb" in posted.text and bomb in posted.text
         assert posted.message.images == ()
-        assert seen == ["/bomb"]
+        assert seen == ["/images/bomb.png", "/permanent/bomb.png", "/host/bomb.png"], "each once"
         assert (await bot.settled(job.id)).status == "posted"

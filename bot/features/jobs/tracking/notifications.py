@@ -3,10 +3,14 @@
 The API documentation does not show the notification's body (docs/provider.md#webhook-body), so a
 notification is a *signal*: any JSON body, or an empty one, that arrived with the job's secret
 says "this task changed". When the body is (or wraps, as ``{"data": …}`` or ``{"task": …}``, or
-keys by task id) a task record for this same task — with a status and a ``task_result`` — genbot
-uses it as a fetch answer; anything else (``{"task_id", "status"}`` only, another task's id, an
-unreadable record) means "read the record with multi_fetch now". Only a body that is not JSON at
-all is refused. A notification that reached genbot's bare address (no job in its path, see
+keys by task id) a task record for this same task — with a status and a ``task_result`` — still
+in flight, genbot uses it as a fetch answer (progress only). A record saying the task ended
+(``finished`` / ``failed``) is never taken on its word: its result is what genbot would post, and
+anyone holding the secret could make one up, so genbot reads the task with multi_fetch and posts
+what the provider answers (for a job without a task id yet, the task the record names). Anything
+else (``{"task_id", "status"}`` only, another task's id, an unreadable record) also means "read
+the record with multi_fetch now". Only a body that is not JSON at all is refused. A notification
+that reached genbot's bare address (no job in its path, see
 :mod:`bot.features.jobs.webhook_addresses`) names its task in the body: :func:`task_id_of`. Pure: no
 I/O.
 """
@@ -22,18 +26,24 @@ from bot.api import ApiError, TaskRecord, read_model
 
 WRAPPERS = ("data", "task", "record", "result", "payload")
 MAX_DEPTH = 3
+ENDED = frozenset(("finished", "failed"))
+"""The statuses a notification's record is not taken for: genbot confirms them with the provider."""
 
 
 @dataclass(frozen=True)
 class UseRecord:
-    """The body carries this task's record: apply it like a fetch answer."""
+    """The body carries this task's record, still in flight: apply it like a fetch answer."""
 
     record: TaskRecord
 
 
 @dataclass(frozen=True)
 class FetchNow:
-    """The body is only a signal: read the task's record with multi_fetch at once."""
+    """Read the task's record with multi_fetch at once: the body is only a signal, or claims
+    the task ended. ``task_id``: the task a record for a job without a task id yet names (to
+    be read, and adopted if the provider knows it); None otherwise."""
+
+    task_id: str | None = None
 
 
 class NotJson(ValueError):
@@ -78,9 +88,12 @@ def read_notification(body: bytes, task_id: str | None) -> Notification:
         if not _is_record_for(candidate, task_id):
             continue
         try:
-            return UseRecord(read_model(TaskRecord, dict(candidate), "webhook"))
+            record = read_model(TaskRecord, dict(candidate), "webhook")
         except ApiError:
             return FetchNow()
+        if record.status in ENDED:
+            return FetchNow(record.task_id if task_id is None else None)
+        return UseRecord(record)
     return FetchNow()
 
 

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
-from collections.abc import Callable, Container, Iterable, Sequence
+from collections.abc import Callable, Container, Iterable, Mapping, Sequence
 from contextlib import aclosing
 from dataclasses import dataclass
 from typing import Any, Protocol
@@ -318,6 +318,7 @@ class ProviderState:
         *,
         mark_polled: bool,
         spread: float = 0.0,
+        claimed: Mapping[str, str] | None = None,
     ) -> bool:
         """Read family B ``jobs`` with multi_fetch, per provider key (a task id is the account's
         that made it), and apply the calls' answers as they come, while the other calls are
@@ -331,7 +332,9 @@ class ProviderState:
         ``mark_polled``: store the poll's time of the jobs each answer was about, for the
         webhook backstop. ``spread``: each key's calls come evenly over ``spread`` seconds when
         there are more than go at once (:meth:`bot.api.tasks.TaskClient.multi_fetch_parts`).
-        True if any job changed.
+        True if any job changed. ``claimed``: job id → the task to read for a job without a
+        task id yet (one a notification named: the provider's answer for it is applied, its id
+        adopted); a job with neither is left out.
 
         A key whose poll fails (storage) does not cut the others short: the round ends once
         every key's poll has, then raises the error of the first key that failed (in the order
@@ -339,8 +342,8 @@ class ProviderState:
         failed. Cancelling the round cancels every key's poll and waits for them."""
         by_key: dict[str, dict[str, Job | JobBrief]] = {}
         for job in jobs:
-            if job.provider_id:
-                by_key.setdefault(job.provider_key or "", {})[job.provider_id] = job
+            if task_id := job.provider_id or (claimed or {}).get(job.id):
+                by_key.setdefault(job.provider_key or "", {})[task_id] = job
         ends = await asyncio.gather(
             *(self._poll_key(key, batch, mark_polled, spread) for key, batch in by_key.items()),
             return_exceptions=True,

@@ -15,13 +15,16 @@ PostgreSQL it never takes a live one. A clean stop releases this process's lease
 
 **Webhooks** (when ``[webhook] public_url`` is set): the receiver hands valid notifications to
 :meth:`Tracker.on_webhook`. A notification is a signal
-(:mod:`bot.features.jobs.tracking.notifications`): the task record it carries is applied like a poll
-would (its time stored with the same write), else the task is read with multi_fetch at once; either
-triggers delivery, and polling keeps its pace, since it is only the backstop. Any process may
-receive a notification: for a job another process holds, the record is stored and the owner woken
-(``NOTIFY``; else its next round sees it). A notification carrying a record for an ``unknown`` job
-(the job id is in its address, the secret matches) adopts it: the provider's task id is taken
-from the record.
+(:mod:`bot.features.jobs.tracking.notifications`): a record it carries of a task still in flight is
+applied like a poll would (its time stored with the same write); otherwise — in particular a record
+saying the task finished or failed, which is never posted on its word — the task is read with
+multi_fetch at once (batched with the other notified tasks waiting to be read) and what the provider
+answers is applied; that triggers delivery, and polling keeps its pace, since it is only the
+backstop. Any process may receive a notification: for a job another process holds, an in-flight
+record is stored and the owner woken (``NOTIFY``; else its next round sees it), and the owner reads
+the task. A notification carrying a record for an ``unknown`` job (the job id is in its address, the
+secret matches) adopts it: the task the record names is read, and adopted as the provider answers
+for it.
 
 **Polling.** A ``cancelled`` job counts as in flight here (:data:`FOLLOWED`): the provider still
 runs its task, so it is polled (and webhooked) like the others until the provider is done, and
@@ -232,7 +235,10 @@ class Tracker:
         self._deliveries: dict[str, asyncio.Task[None]] = {}
         self._delivering_since: dict[str, int] = {}
         """When each delivery started, as the number of heartbeats asked by then."""
-        self._fetches: set[asyncio.Task[bool]] = set()
+        self._fetches: set[asyncio.Task[None]] = set()
+        self._to_fetch: dict[str, tuple[Job, str | None]] = {}
+        """Jobs whose task is to be read at once (:meth:`_fetch_soon`), with a task id claimed."""
+        self._fetching: asyncio.Task[None] | None = None
         self._delivery_slots = DeliverySlots(DELIVERY_CONCURRENCY)
         self._stopped = False
         self._kicked = False
@@ -373,9 +379,9 @@ class Tracker:
     async def on_webhook(self, job: Job, body: bytes) -> int:
         """Act on a notification for ``job`` (authenticated by :meth:`webhook_job`; what it
         means: :func:`bot.features.jobs.tracking.notifications.read_notification`) and return the
-        HTTP status to answer: 400 for a body that is not JSON; else 200 — the record it carries is
-        applied, or the task is read with multi_fetch at once (in the background); nothing
-        changes when the job is already past the provider's part."""
+        HTTP status to answer: 400 for a body that is not JSON; else 200 — the in-flight record
+        it carries is applied, or the task is read with multi_fetch at once (in the background);
+        nothing changes when the job is already past the provider's part."""
         try:
             notice = read_notification(body, job.provider_id)
         except NotJson:
@@ -388,7 +394,7 @@ class Tracker:
             await self.apply_task_record(job, notice.record, webhook_at=self._clock())
         else:
             await self._store.jobs.update_job(job.id, last_webhook_at=self._clock())
-            self._fetch_soon(job)
+            self._fetch_soon(job, notice.task_id)
         return 200
 
     async def _for_owner(self, job: Job, notice: object) -> int:
@@ -402,15 +408,35 @@ class Tracker:
         await self._store.leasing.wake_owner(job)
         return 200
 
-    def _fetch_soon(self, job: Job) -> None:
-        """Read ``job``'s task now, in the background (the poll round if it has no id yet)."""
-        if job.provider_id is None or self._stopped:
+    def _fetch_soon(self, job: Job, claimed: str | None = None) -> None:
+        """Read ``job``'s task now, in the background, with the other jobs waiting for such a
+        read (one multi_fetch for up to 50 of a key's tasks: a burst of notifications is a few
+        calls, not one each). ``claimed``: for a job without a task id yet, the task a
+        notification named (read, and adopted only as the provider answers for it); without
+        either, the next poll round."""
+        if (job.provider_id is None and claimed is None) or self._stopped:
             self.kick()
             return
-        fetch = self.state.poll_tasks([job], mark_polled=self.webhooks)
-        task = asyncio.create_task(fetch, name=f"genbot-fetch-{job.id}")
-        self._fetches.add(task)
-        task.add_done_callback(self._fetches.discard)
+        self._to_fetch[job.id] = (job, claimed)
+        if self._fetching is None or self._fetching.done():
+            self._fetching = asyncio.create_task(self._fetch_waiting(), name="genbot-fetch")
+            self._fetches.add(self._fetching)
+            self._fetching.add_done_callback(self._fetches.discard)
+
+    async def _fetch_waiting(self) -> None:
+        """Read the tasks :meth:`_fetch_soon` queued, all at once, until none waits."""
+        while self._to_fetch:
+            waiting, self._to_fetch = self._to_fetch, {}
+            claimed = {
+                job_id: task_id
+                for job_id, (job, task_id) in waiting.items()
+                if job.provider_id is None and task_id is not None
+            }
+            jobs = [job for job, _ in waiting.values()]
+            try:
+                await self.state.poll_tasks(jobs, mark_polled=self.webhooks, claimed=claimed)
+            except StorageError as error:
+                OUTAGE.failed("reading notified tasks", error)
 
     async def apply_task_record(
         self,

@@ -1,4 +1,5 @@
-"""What a webhook body means: this task's record (maybe wrapped) to use, or a signal to fetch."""
+"""What a webhook body means: this task's record in flight (maybe wrapped) to use, or a signal to
+fetch (also a record saying the task ended: genbot confirms it with the provider)."""
 
 from __future__ import annotations
 
@@ -13,8 +14,8 @@ RECORD: dict[str, Any] = {
     "task_id": "t1",
     "task_type": "imagine",
     "process_time": 12,
-    "status": "finished",
-    "task_result": {"image_url": "https://img.example.com/t1.png", "actions": ["reroll"]},
+    "status": "processing",
+    "task_result": {"message": "in the queue", "actions": []},
     "meta": {},
 }
 
@@ -36,8 +37,16 @@ def _body(value: Any) -> bytes:
 def test_this_tasks_record_is_used_however_it_is_wrapped(body: Any) -> None:
     notice = read_notification(_body(body), "t1")
     assert isinstance(notice, UseRecord)
-    assert notice.record.task_id == "t1"
-    assert notice.record.task_result.image_url == "https://img.example.com/t1.png"
+    assert notice.record.task_id == "t1" and notice.record.status == "processing"
+    assert notice.record.task_result.message == "in the queue"
+
+
+@pytest.mark.parametrize("status", ["finished", "failed"])
+def test_a_record_saying_the_task_ended_is_not_taken_on_its_word(status: str) -> None:
+    ended = {**RECORD, "status": status, "task_result": {"image_url": "https://evil.example/x.png"}}
+    assert read_notification(_body(ended), "t1") == FetchNow()
+    assert read_notification(_body({"data": ended}), "t1") == FetchNow()
+    assert read_notification(_body({**ended, "task_id": "new"}), None) == FetchNow("new")
 
 
 @pytest.mark.parametrize(
@@ -59,7 +68,7 @@ def test_anything_else_is_a_signal_to_fetch_now(body: bytes) -> None:
     assert read_notification(body, "t1") == FetchNow()
 
 
-def test_a_job_without_a_task_id_yet_takes_the_record_it_is_sent() -> None:
+def test_a_job_without_a_task_id_yet_takes_the_in_flight_record_it_is_sent() -> None:
     notice = read_notification(_body({**RECORD, "task_id": "new"}), None)
     assert isinstance(notice, UseRecord) and notice.record.task_id == "new"
 

@@ -145,7 +145,7 @@ async def test_webhooks_deliver_results_without_polling(tmp_path: Path, dialect:
         assert secret is not None and len(secret) > 20 and sent[-1]["webhook_secret"] == secret
         assert job.webhook_secret is not None and secret not in job.webhook_secret, "sealed"
         fetched = [r.body["task_ids"] for r in bot.sim.state.requests_to("/gen/v2/multi_fetch")]
-        assert fetched == ([[job.provider_id], [upscale.provider_id]] if dialect == "spec" else [])
+        assert fetched == [[job.provider_id], [upscale.provider_id]], "each result confirmed"
         assert [a.status for a in bot.sim.state.webhook_attempts] == [200, 200]
         done = await bot.settled(upscale.id)
         assert done.last_webhook_at is not None
@@ -199,6 +199,40 @@ async def test_forged_unknown_and_replayed_webhooks_change_nothing(tmp_path: Pat
         assert after is not None and after.status == "posted"
         assert after.result_urls == [real["task_result"]["image_url"], *after.result_urls[1:]]
         assert len(bot.platform.messages) == messages and grid.message.images
+
+
+async def test_a_finished_record_in_a_notification_is_confirmed_with_the_provider(
+    tmp_path: Path,
+) -> None:
+    # A notification with the right address and secret claiming the task finished (or failed)
+    # is not posted on its word: genbot reads the task, and posts only what the provider says.
+    async with harness(tmp_path, webhooks=True, sim_config=MANUAL) as bot:
+        await bot.actor().command("imagine", prompt="a red fox")
+        job = await bot.latest_job()
+        url = f"{bot.settings.webhook.public_url}/webhooks/tasks/{job.id}"
+        forged = _finished_record(job.provider_id or "", "https://evil.example.com/x.png")
+        failed = {**forged, "status": "failed", "task_result": {"error_messages": ["forged"]}}
+        secret = await bot.jobs.starter.webhook_secrets.of(job) or ""
+        async with aiohttp.ClientSession() as http:
+            assert await _post(http, url, forged, secret) == 200
+            assert await _post(http, url, failed, secret) == 200
+            await bot.jobs.tracker.wait_idle()
+            running = await bot.store.jobs.get_job(job.id)
+            assert running is not None and running.status in IN_FLIGHT_STATUSES
+            assert running.result_urls == [] and running.credits is None
+            asked = [r.body["task_ids"] for r in bot.sim.state.requests_to("/gen/v2/multi_fetch")]
+            assert [job.provider_id] in asked
+            assert bot.platform.with_images() == []
+
+            bot.sim.advance(120)
+            assert await _post(http, url, forged, secret) == 200
+            posted = await bot.result(job.id)
+        done = await bot.settled(job.id)
+        task = bot.sim.state.tasks[job.provider_id or ""]
+        assert done.status == "posted" and posted.message.images
+        assert done.result_urls[0] == task.image_url("images")
+        assert "https://evil.example.com/x.png" not in done.result_urls
+        assert done.credits != 999
 
 
 async def test_a_notification_at_the_bare_address_is_matched_by_the_task_in_its_body(
