@@ -7,7 +7,8 @@ keys by task id) a task record for this same task — with a status and a ``task
 in flight, genbot uses it as a fetch answer (progress only). A record saying the task ended
 (``finished`` / ``failed``) is never taken on its word: its result is what genbot would post, and
 anyone holding the secret could make one up, so genbot reads the task with multi_fetch and posts
-what the provider answers (for a job without a task id yet, the task the record names). Anything
+what the provider answers. For a job without a task id yet, no record is taken either: the task
+it names is read, and adopted only if the provider answers for it. Anything
 else (``{"task_id", "status"}`` only, another task's id, an unreadable record) also means "read
 the record with multi_fetch now". Only a body that is not JSON at all is refused. A notification
 that reached genbot's bare address (no job in its path, see
@@ -77,7 +78,7 @@ def _is_record_for(candidate: Mapping[str, Any], task_id: str | None) -> bool:
 
 def read_notification(body: bytes, task_id: str | None) -> Notification:
     """What a notification for the task ``task_id`` (``None``: the job has no provider id
-    yet, so a record for any task id is taken) asks genbot to do. Raises :class:`NotJson`."""
+    yet, so the task a record names is to be read) asks genbot to do. Raises :class:`NotJson`."""
     if not body.strip():
         return FetchNow()
     try:
@@ -91,8 +92,10 @@ def read_notification(body: bytes, task_id: str | None) -> Notification:
             record = read_model(TaskRecord, dict(candidate), "webhook")
         except ApiError:
             return FetchNow()
+        if task_id is None:
+            return FetchNow(record.task_id)
         if record.status in ENDED:
-            return FetchNow(record.task_id if task_id is None else None)
+            return FetchNow()
         return UseRecord(record)
     return FetchNow()
 

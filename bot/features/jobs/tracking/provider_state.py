@@ -435,9 +435,11 @@ class ProviderState:
         return known | (await self._store.tracking.whole_jobs(briefs) if briefs else {})
 
     async def _apply_read(self, job: Job, record: TaskRecord | None) -> bool:
-        """Apply what multi_fetch said of ``job``'s task; ``None``: it could not resolve it."""
+        """Apply what multi_fetch said of ``job``'s task; ``None``: it could not resolve it
+        (for a job without a task id yet, the task a notification named: not this job's, so
+        nothing changes)."""
         if record is None:
-            return await self._unresolved_task(job)
+            return job.provider_id is not None and await self._unresolved_task(job)
         self.records_read += 1
         self._unresolved.pop(job.id, None)
         return await self.apply_task_record(job, record, progress_later=True)

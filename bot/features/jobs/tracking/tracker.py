@@ -23,8 +23,8 @@ answers is applied; that triggers delivery, and polling keeps its pace, since it
 backstop. Any process may receive a notification: for a job another process holds, an in-flight
 record is stored and the owner woken (``NOTIFY``; else its next round sees it), and the owner reads
 the task. A notification carrying a record for an ``unknown`` job (the job id is in its address, the
-secret matches) adopts it: the task the record names is read, and adopted as the provider answers
-for it.
+secret matches) adopts it: the task the record names is read, and adopted only if the provider
+answers for it (a null answer for it changes nothing: it is not counted towards a lost task).
 
 **Polling.** A ``cancelled`` job counts as in flight here (:data:`FOLLOWED`): the provider still
 runs its task, so it is polled (and webhooked) like the others until the provider is done, and

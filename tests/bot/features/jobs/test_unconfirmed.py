@@ -52,6 +52,43 @@ async def test_a_lost_answer_leaves_the_job_unknown_until_its_webhook_adopts_it(
             assert done.result_message_id == done.progress_message_id
 
 
+async def test_an_unknown_job_adopts_only_a_task_the_provider_answers_for(
+    tmp_path: Path,
+) -> None:
+    # A notification (right address and secret) naming a task the provider does not know, in
+    # flight or ended, is neither adopted nor counted towards a lost task, however often.
+    quick = {"poll_interval_min": 0.01, "poll_interval_max": 0.02}
+    async with serve(MANUAL) as sim, faulty_proxy(sim.base_url) as proxy:
+        proxy.faults["/gen/v2/imagine"] = ["lose"]
+        db = tmp_path / "genbot.db"
+        async with running_genbot(
+            sim, db, webhooks=True, api_url=proxy.base_url, limits=quick
+        ) as bot:
+            await bot.actor().command("imagine", prompt="a fox")
+            job = await bot.latest_job()
+            assert job.status == "unknown"
+            (task_id,) = sim.state.tasks
+            forged = {**fetch_record(sim.state.tasks[task_id], sim.state.now()), "task_id": "nope"}
+            url = f"{bot.settings.webhook.public_url}/webhooks/tasks/{job.id}"
+            headers = {"x-webhook-secret": await bot.jobs.starter.webhook_secrets.of(job) or ""}
+            async with aiohttp.ClientSession() as http:
+                for status in ("processing", "finished", "failed", "finished", "failed"):
+                    body = json.dumps({**forged, "status": status})
+                    async with http.post(url, data=body, headers=headers) as answer:
+                        assert answer.status == 200
+                    await bot.jobs.tracker.wait_idle()
+                    await asyncio.sleep(0.03)
+            still = await bot.store.jobs.get_job(job.id)
+            assert still is not None and still.status == "unknown" and still.provider_id is None
+            read = [r.body["task_ids"] for r in sim.state.requests_to("/gen/v2/multi_fetch")]
+            assert ["nope"] in read
+
+            bot.sim.advance(120)
+            assert (await bot.result(job.id)).message.images
+            done = await bot.store.jobs.get_job(job.id)
+            assert done is not None and done.status == "posted" and done.provider_id == task_id
+
+
 async def test_a_derivative_in_doubt_is_never_created_again(tmp_path: Path) -> None:
     async with serve(MANUAL) as sim, faulty_proxy(sim.base_url) as proxy:
         db = tmp_path / "genbot.db"

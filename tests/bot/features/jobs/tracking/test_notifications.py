@@ -68,9 +68,8 @@ def test_anything_else_is_a_signal_to_fetch_now(body: bytes) -> None:
     assert read_notification(body, "t1") == FetchNow()
 
 
-def test_a_job_without_a_task_id_yet_takes_the_in_flight_record_it_is_sent() -> None:
-    notice = read_notification(_body({**RECORD, "task_id": "new"}), None)
-    assert isinstance(notice, UseRecord) and notice.record.task_id == "new"
+def test_a_job_without_a_task_id_yet_reads_the_task_a_record_names() -> None:
+    assert read_notification(_body({**RECORD, "task_id": "new"}), None) == FetchNow("new")
 
 
 @pytest.mark.parametrize("body", [b"not json", b"{", b"\xff\xfe"])
