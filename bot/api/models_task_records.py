@@ -142,7 +142,8 @@ class MultiFetchResponse(ResponseModel):
     message: str = ""
 
     def record(self, task_id: str) -> TaskRecord | None:
-        """``task_id``'s record (``None``: unresolved or absent). A task still in flight reads
+        """``task_id``'s record (``None``: unresolved, or absent: callers tell the two apart
+        with ``task_id in data``, as only ``null`` says unresolved). A task still in flight reads
         as its id, type and status only, the rest of its record unread: a poll reads no more of
         it, and whole records cost a poll about 60–80 µs each to validate (issue 32). A
         finished or failed task's record is read whole. :class:`InvalidResponse` when it

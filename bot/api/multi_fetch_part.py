@@ -14,8 +14,9 @@ from bot.api.models_task_records import TaskRecord
 class MultiFetchPart:
     """One multi_fetch call's answer: ``task_ids``, the ids it asked for (at most 50);
     ``records``, what it said of them as :meth:`~bot.api.tasks.TaskClient.multi_fetch` says it
-    (``None`` for an id the provider cannot resolve; a task still in flight in the status the
-    caller knows left out); ``error``, why the call failed (then ``records`` is empty)."""
+    (``None`` for an id the provider answered ``null`` for, one it cannot resolve; an id the
+    answer does not mention, and a task still in flight in the status the caller knows, left
+    out); ``error``, why the call failed (then ``records`` is empty)."""
 
     task_ids: tuple[str, ...]
     records: Mapping[str, TaskRecord | None] = field(default_factory=dict)

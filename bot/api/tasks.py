@@ -142,7 +142,8 @@ class TaskClient:
         self, task_ids: Iterable[str], *, key: str = "", known: Mapping[str, str] | None = None
     ) -> dict[str, TaskRecord | None]:
         """Records of any number of tasks of one key's account, by id (``None`` for ids the
-        provider cannot resolve); a task still in flight reads as its id, type and status only
+        provider cannot resolve: answered ``null``; an id the answer does not mention is left
+        out, nothing learnt of it); a task still in flight reads as its id, type and status only
         (:meth:`MultiFetchResponse.record`). ``known``: task id → the status the caller has
         (``ANY_IN_FLIGHT``: whichever status in flight); a task still in flight in that status
         is left out of the answer (the caller learns
@@ -243,7 +244,8 @@ class TaskClient:
             records = {
                 task_id: envelope.record(task_id)
                 for task_id in asked
-                if not envelope.in_flight_as(task_id, known.get(task_id))
+                if task_id in envelope.data
+                and not envelope.in_flight_as(task_id, known.get(task_id))
             }
         except ApiError as error:
             return MultiFetchPart(asked, error=error)

@@ -11,6 +11,7 @@ from contextvars import Context
 from typing import Any, Self
 
 import pytest
+from aiohttp import web
 
 from bot.api import (
     AuthenticationError,
@@ -374,3 +375,28 @@ async def test_reads_send_the_key_too(sim: RunningSimulator) -> None:
             await api.tasks.seed(SeedRequest(task_id="some-task"))
         with pytest.raises(AuthenticationError):
             await api.diffusion.fetch(100001)
+
+
+async def test_multi_fetch_learns_nothing_of_an_id_its_answer_leaves_out() -> None:
+    # Only null says a task is unresolved (spec 4.2, 3.1): an id missing from ``data`` is not.
+    record = {"task_id": "t1", "status": "finished", "task_result": {}, "meta": {}}
+
+    async def multi_fetch(request: web.Request) -> web.Response:
+        await request.read()
+        data = {"t1": record, "t3": None}
+        return web.json_response({"code": 200, "data": data, "message": "success"})
+
+    app = web.Application()
+    app.router.add_post("/gen/v2/multi_fetch", multi_fetch)
+    runner = web.AppRunner(app, shutdown_timeout=0.1)
+    await runner.setup()
+    site = web.TCPSite(runner, "127.0.0.1", 0)
+    await site.start()
+    try:
+        url = f"http://127.0.0.1:{runner.addresses[0][1]}"
+        async with ProviderClient(settings_for(url), retry=FAST_RETRY) as api:
+            records = await api.tasks.multi_fetch(["t1", "t2", "t3"])
+    finally:
+        await runner.cleanup()
+    assert set(records) == {"t1", "t3"} and records["t3"] is None
+    assert (records["t1"] or TaskRecord()).is_finished
