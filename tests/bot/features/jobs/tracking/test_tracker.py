@@ -40,6 +40,7 @@ from tests.bot.features.jobs.support import (
 )
 from tests.bot.harness import PLACE, ROOMY, harness, running_genbot
 from tests.fakes.platform import FakePlatform, PostedMessage
+from tests.sim_holds import one_at_a_time
 from tests.sim_time import freeze
 from tests.storage.counting import counted
 from tests.storage.helpers import create_job
@@ -746,6 +747,30 @@ async def test_a_webhook_delivers_without_speeding_up_polling(tmp_path: Path) ->
         assert answer == 200 and done is not None and done.status == "posted"
         assert done.last_webhook_at is not None
         assert tracker.interval == 30.0
+
+
+async def test_notified_tasks_waiting_to_be_read_are_read_together(tmp_path: Path) -> None:
+    # Each notification makes genbot read its task; those that come while a read is under way
+    # wait for it and are read in one multi_fetch, not one call each.
+    roomy = {"poll_interval_min": 0.5, "poll_interval_max": 30.0, "max_concurrent_jobs_per_user": 5}
+    async with (
+        serve(MANUAL) as sim,
+        bare_engines(sim, tmp_path, platform=FakePlatform(profile=ROOMY), **roomy) as bare,
+    ):
+        tracker = bare.engines.tracker
+        jobs = [await bare.engines.images.imagine(ALICE_IMAGINES, f"fox {n}") for n in range(3)]
+        sim.advance(120)
+        async with one_at_a_time(sim, "/gen/v2/multi_fetch") as reads:
+            assert await tracker.on_webhook(jobs[0], b"{}") == 200
+            await reads.arrived(1)
+            for job in jobs[1:]:
+                assert await tracker.on_webhook(job, b"{}") == 200
+            reads.open()
+            await tracker.wait_idle()
+        asked = [r.body["task_ids"] for r in sim.state.requests_to("/gen/v2/multi_fetch")]
+        assert asked == [[jobs[0].provider_id], [job.provider_id for job in jobs[1:]]]
+        done = [await bare.store.jobs.get_job(job.id) for job in jobs]
+        assert [job.status for job in done if job is not None] == ["posted"] * 3
 
 
 class LatePollPlatform(FakePlatform):
