@@ -319,6 +319,7 @@ class ProviderState:
         mark_polled: bool,
         spread: float = 0.0,
         claimed: Mapping[str, str] | None = None,
+        owned: bool = True,
     ) -> bool:
         """Read family B ``jobs`` with multi_fetch, per provider key (a task id is the account's
         that made it), and apply the calls' answers as they come, while the other calls are
@@ -334,7 +335,8 @@ class ProviderState:
         there are more than go at once (:meth:`bot.api.tasks.TaskClient.multi_fetch_parts`).
         True if any job changed. ``claimed``: job id → the task to read for a job without a
         task id yet (one a notification named: the provider's answer for it is applied, its id
-        adopted); a job with neither is left out.
+        adopted); a job with neither is left out. ``owned=False``: another process holds the
+        jobs, so only the store changes (:meth:`apply_task_record`).
 
         A key whose poll fails (storage) does not cut the others short: the round ends once
         every key's poll has, then raises the error of the first key that failed (in the order
@@ -345,7 +347,10 @@ class ProviderState:
             if task_id := job.provider_id or (claimed or {}).get(job.id):
                 by_key.setdefault(job.provider_key or "", {})[task_id] = job
         ends = await asyncio.gather(
-            *(self._poll_key(key, batch, mark_polled, spread) for key, batch in by_key.items()),
+            *(
+                self._poll_key(key, batch, mark_polled, spread, owned)
+                for key, batch in by_key.items()
+            ),
             return_exceptions=True,
         )
         failed = [
@@ -365,6 +370,7 @@ class ProviderState:
         batch: dict[str, Job | JobBrief],
         mark_polled: bool,
         spread: float,
+        owned: bool,
     ) -> bool:
         """One key's tasks read with multi_fetch, the answers applied as they come."""
         known = {task_id: _known_as(job) for task_id, job in batch.items()}
@@ -389,11 +395,15 @@ class ProviderState:
                 answered = [part for part in answers if part.error is None]
                 for start in range(0, len(answered), APPLY_AT_MOST):
                     chunk = answered[start : start + APPLY_AT_MOST]
-                    changed |= await self._apply_parts(batch, chunk, mark_polled)
+                    changed |= await self._apply_parts(batch, chunk, mark_polled, owned)
         return changed
 
     async def _apply_parts(
-        self, batch: dict[str, Job | JobBrief], parts: list[MultiFetchPart], mark_polled: bool
+        self,
+        batch: dict[str, Job | JobBrief],
+        parts: list[MultiFetchPart],
+        mark_polled: bool,
+        owned: bool,
     ) -> bool:
         """Apply the answers of multi_fetch calls that came together (the first of a round
         alone, then those that came while one was being applied): their poll marks are one
@@ -417,7 +427,7 @@ class ProviderState:
         whole = await self._whole([job for job, _ in answered])
         results = await asyncio.gather(
             *(
-                self._apply_read(whole[job.id], record)
+                self._apply_read(whole[job.id], record, owned)
                 for job, record in answered
                 if job.id in whole
             ),
@@ -434,7 +444,7 @@ class ProviderState:
         briefs = [job.id for job in jobs if not isinstance(job, Job)]
         return known | (await self._store.tracking.whole_jobs(briefs) if briefs else {})
 
-    async def _apply_read(self, job: Job, record: TaskRecord | None) -> bool:
+    async def _apply_read(self, job: Job, record: TaskRecord | None, owned: bool) -> bool:
         """Apply what multi_fetch said of ``job``'s task; ``None``: it could not resolve it
         (for a job without a task id yet, the task a notification named: not this job's, so
         nothing changes)."""
@@ -442,7 +452,7 @@ class ProviderState:
             return job.provider_id is not None and await self._unresolved_task(job)
         self.records_read += 1
         self._unresolved.pop(job.id, None)
-        return await self.apply_task_record(job, record, progress_later=True)
+        return await self.apply_task_record(job, record, owned=owned, progress_later=True)
 
     async def _unresolved_task(self, job: Job) -> bool:
         """multi_fetch answered null for a task genbot created: after :data:`LOST_AFTER_NULLS`

@@ -22,9 +22,11 @@ multi_fetch at once (batched with the other notified tasks waiting to be read) a
 answers is applied; that triggers delivery, and polling keeps its pace, since it is only the
 backstop. Any process may receive a notification: for a job another process holds, an in-flight
 record is stored and the owner woken (``NOTIFY``; else its next round sees it), and the owner reads
-the task. A notification carrying a record for an ``unknown`` job (the job id is in its address, the
-secret matches) adopts it: the task the record names is read, and adopted only if the provider
-answers for it (a null answer for it changes nothing: it is not counted towards a lost task).
+the task (for a job without a task id yet, the receiving process reads the one named, storing what
+the provider answers). A notification carrying a record for an ``unknown`` job (the job id is in
+its address, the secret matches) adopts it: the task the record names is read, and adopted only if
+the provider answers for it (a null answer for it changes nothing: it is not counted towards a lost
+task).
 
 **Polling.** A ``cancelled`` job counts as in flight here (:data:`FOLLOWED`): the provider still
 runs its task, so it is polled (and webhooked) like the others until the provider is done, and
@@ -100,6 +102,7 @@ from bot.features.jobs.starter import CREATING_GRACE_SECONDS
 from bot.features.jobs.tracking.delivery_slots import DeliverySlots
 from bot.features.jobs.tracking.leases import Leases
 from bot.features.jobs.tracking.notifications import (
+    Notification,
     NotJson,
     UseRecord,
     read_notification,
@@ -397,14 +400,19 @@ class Tracker:
             self._fetch_soon(job, notice.task_id)
         return 200
 
-    async def _for_owner(self, job: Job, notice: object) -> int:
+    async def _for_owner(self, job: Job, notice: Notification) -> int:
         """A notification for a job another process holds: store what it says, wake the
-        owner (its next round would see it too)."""
+        owner (its next round would see it too), which reads the task. A job without a task
+        id yet has the task the notification names read here, and adopted as the provider
+        answers (the owner could not know which task to read)."""
         webhook_at = self._clock()
         if isinstance(notice, UseRecord):
             await self.apply_task_record(job, notice.record, webhook_at=webhook_at, owned=False)
         else:
             await self._store.jobs.update_job(job.id, last_webhook_at=webhook_at)
+            if job.provider_id is None and notice.task_id is not None:
+                claimed = {job.id: notice.task_id}
+                await self.state.poll_tasks([job], mark_polled=False, claimed=claimed, owned=False)
         await self._store.leasing.wake_owner(job)
         return 200
 

@@ -162,6 +162,40 @@ async def test_a_webhook_received_by_another_process_wakes_the_owner(
         assert len(platform.with_images()) == 1
 
 
+async def test_a_webhook_received_by_another_process_adopts_an_unknown_job_for_its_owner(
+    postgres: PostgresCluster,
+) -> None:
+    # The owner lost the creation's answer: only the notification names the task. The
+    # receiving process reads that task (never taking the record on its word) and wakes the
+    # owner, which posts the result.
+    url, platform = postgres.create_database(), FakePlatform(profile=ROOMY)
+    slow: dict[str, Any] = {"poll_interval_min": 60.0, "poll_interval_max": 120.0, "lease": 2.0}
+    async with (
+        serve(MANUAL) as sim,
+        faulty_proxy(sim.base_url) as proxy,
+        process_on(sim, url, platform, api_url=proxy.base_url, **slow) as owner,
+    ):
+        proxy.faults["/gen/v2/imagine"] = ["lose"]
+        job = await owner.engines.images.imagine(ALICE_IMAGINES, "a fox")
+        assert job.status == "unknown" and job.provider_id is None
+        await owner.engines.tracker.start()
+        await eventually(lambda: owner.engines.tracker.rounds == 1)
+        async with process_on(sim, url, platform, **slow) as receiver:
+            sim.advance(120)
+            (task_id,) = sim.state.tasks
+            record = fetch_record(sim.state.tasks[task_id], sim.state.now())
+            record["task_result"]["image_url"] = "https://evil.example.com/x.png"
+            stored = await receiver.store.jobs.get_job(job.id)
+            assert stored is not None
+            assert await receiver.engines.tracker.on_webhook(stored, json.dumps(record).encode())
+            await platform.wait_for(lambda: platform.with_images() or None, 10)
+            await owner.engines.tracker.wait_idle()
+        posted = await owner.store.jobs.get_job(job.id)
+        assert posted is not None and posted.status == "posted" and posted.provider_id == task_id
+        assert "https://evil.example.com/x.png" not in posted.result_urls
+        assert owner.engines.tracker.rounds == 1
+
+
 def task_ids_read(proxy: FaultyProxy) -> list[str]:
     """Every task id the provider was asked about (fetch and multi_fetch) through ``proxy``."""
     read: list[str] = []
