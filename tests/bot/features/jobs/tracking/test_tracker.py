@@ -752,7 +752,11 @@ async def test_a_webhook_delivers_without_speeding_up_polling(tmp_path: Path) ->
 async def test_notified_tasks_waiting_to_be_read_are_read_together(tmp_path: Path) -> None:
     # Each notification makes genbot read its task; those that come while a read is under way
     # wait for it and are read in one multi_fetch, not one call each.
-    roomy = {"poll_interval_min": 0.5, "poll_interval_max": 30.0, "max_concurrent_jobs_per_user": 5}
+    roomy: dict[str, Any] = {
+        "poll_interval_min": 0.5,
+        "poll_interval_max": 30.0,
+        "max_concurrent_jobs_per_user": 5,
+    }
     async with (
         serve(MANUAL) as sim,
         bare_engines(sim, tmp_path, platform=FakePlatform(profile=ROOMY), **roomy) as bare,
