@@ -7,6 +7,7 @@ downloads) fails with probability R, the kind drawn once per request from a seed
 (left to the chat handler: its ``state.roll_fault(("cut_stream",))`` returns the middleware's
 draw). On creation endpoints a 500 or reset strikes either before anything is created or after
 the task was created and charged (the answer is lost); the log entry's ``fault_phase`` says which.
+With ``fault_reads`` off, fetch and multi_fetch are never failed and draw no dice.
 """
 
 from __future__ import annotations
@@ -40,8 +41,13 @@ def _logged_body(raw: bytes) -> Any:
         return raw.decode("utf-8", errors="replace")
 
 
+READ_PATHS = frozenset(("/gen/v2/fetch", "/gen/v2/multi_fetch"))
+
+
 def _allowed(request: web.Request, body: Any) -> tuple[FaultKind, ...]:
     if request.method != "POST":
+        return ()
+    if request.path in READ_PATHS and not request.app[STATE].config.fault_reads:
         return ()
     if request.path == CHAT_PATH and isinstance(body, dict) and body.get("stream") is True:
         return ("error_500", "reset", "slow", "cut_stream")

@@ -36,6 +36,8 @@ class SimulatorConfig:
     ``clock_start`` (tests): when set, simulated time starts at this Unix time and moves only when
     advanced (``SimulatorState.advance`` or ``POST /_sim/advance``), making timestamps exact.
     ``webhook_retries`` is how many times a failed webhook delivery is retried.
+    ``fault_reads`` False: fetch and multi_fetch never fail and draw no fault dice (a scenario
+    whose faults must land on the same creations every run, however its reads interleave).
     ``plain_images`` serves one flat picture per size instead of drawing each image: for
     benchmarks, where a real provider's CDN would hand out stored files from other machines
     while drawing here takes the CPU genbot is measured on.
@@ -58,6 +60,7 @@ class SimulatorConfig:
     time_scale: float = 1.0
     insecure_webhooks: bool = False
     fault_rate: float = 0.0
+    fault_reads: bool = True
     seed: int = 0
     slow_seconds: float = 3.0
     clock_start: float | None = None

@@ -13,9 +13,10 @@ provider created belongs to exactly one genbot job, or is an orphan of a lost an
 genbot never adopted (a diffusion job, which has no webhook).
 
 The fault dice are seeded and drawn per request in arrival order. Webhooks are on and the
-tracker's backstop polling is pushed beyond the scenario's length, so the only requests genbot
-makes are the user's own (creations, chat) in the order the scenario makes them: the faults land
-on the same requests every run.
+tracker's backstop polling is pushed beyond the scenario's length, and the multi_fetch reads by
+which genbot confirms each notification draw no dice (``fault_reads`` off: they come whenever a
+notification does), so the only requests that draw are the user's own (creations, chat) in the
+order the scenario makes them: the faults land on the same requests every run.
 """
 
 from __future__ import annotations
@@ -45,7 +46,8 @@ WEBHOOK_ONLY = {
     "job_timeout_seconds": JOB_TIMEOUT_SECONDS,
 }
 """Webhooks carry every result within a second, so the backstop poll (after two quiet seconds)
-never runs for a job that was created: only the user's own requests reach the provider."""
+never runs for a job that was created: only the user's own requests and the reads confirming
+notifications reach the provider."""
 PRESSES = ("upscale1", "variation1", "reroll", "upscale2", "variation2", "upscale3", "variation3")
 SETTLE_TIMEOUT = 30.0 + JOB_TIMEOUT_SECONDS
 
@@ -285,7 +287,7 @@ async def check_links(bot: Genbot, jobs: list[Job]) -> None:
 async def fault_scenario(workdir: Path, *, seed: int, size: FaultSize) -> FaultReport:
     """Run the scenario against a fresh simulator and genbot in ``workdir``; raises
     ``AssertionError`` on the first broken promise."""
-    config = sim_config(fault_rate=FAULT_RATE, seed=seed)
+    config = sim_config(fault_rate=FAULT_RATE, fault_reads=False, seed=seed)
     async with genbot_stack(workdir, config=config, webhooks=True, limits=WEBHOOK_ONLY) as bot:
         outcomes = await collect(Session(bot), size)
         jobs = await bot.all_jobs()

@@ -86,6 +86,26 @@ async def test_control_plane_and_image_downloads_are_never_faulted() -> None:
         assert api.sim.state.requests_to("/_sim/") == []
 
 
+async def test_reads_can_be_spared_without_moving_the_creations_faults() -> None:
+    # fault_reads off: fetch and multi_fetch never fail nor draw the dice, so the creations
+    # get the faults they get with no reads in between.
+    async with running(**FAULTY) as alone:
+        for n in range(8):
+            await _outcome(alone, "/gen/v2/imagine", {"prompt": f"fox {n}"})
+        expected = [e.fault for e in alone.sim.state.requests_to("/gen/v2/imagine")]
+    async with running(**FAULTY, fault_reads=False) as api:
+        for n in range(8):
+            await _outcome(api, "/gen/v2/imagine", {"prompt": f"fox {n}"})
+            assert await _outcome(api, "/gen/v2/fetch", {"task_id": "x"}) == "ok"
+            assert await _outcome(api, "/gen/v2/multi_fetch", {"task_ids": ["x"]}) == "ok"
+        reads = [
+            *api.sim.state.requests_to("/gen/v2/fetch"),
+            *api.sim.state.requests_to("/gen/v2/multi_fetch"),
+        ]
+        assert {e.fault for e in reads} == {None}
+        assert [e.fault for e in api.sim.state.requests_to("/gen/v2/imagine")] == expected
+
+
 async def _read_stream(api: Api, body: object, headers: dict[str, str]) -> str | None:
     """The SSE text received before the stream ended or broke (None on a reset or 500)."""
     received = bytearray()
