@@ -73,11 +73,14 @@ looked for among the messages until one shows it)."""
 NAMING_USER: Final = "(channel = ? OR CAST(body AS TEXT) LIKE ? ESCAPE '\\')"
 """The messages of a user's DM (the channel) or naming them (its pattern)."""
 ABOUT_USER: Final = (
-    f"({NAMING_USER} OR {{reply_to}} IN (SELECT id FROM playground_messages WHERE {NAMING_USER}))"
+    f"({NAMING_USER} OR COALESCE({{reply_to}}, '') IN"
+    f" (SELECT id FROM playground_messages WHERE {NAMING_USER}))"
 )
 """The messages of :data:`NAMING_USER` and those answering one of them (``reply_to``: the
 dialect's text of the body's ``reply_to``; genbot's answer to a user's message names neither the
-user nor their DM): the channel and the pattern, twice."""
+user nor their DM): the channel and the pattern, twice. A message answering none is '' there,
+never NULL: else ``NOT`` of it would be NULL too, and :data:`SQL_IMAGES_ONLY_OF` would count an
+image another user's message shows as the user's alone."""
 SQL_ABOUT_USER: Final = f"SELECT id FROM playground_messages WHERE {ABOUT_USER}"
 SQL_IMAGES_ONLY_OF: Final = (
     "SELECT key FROM playground_images WHERE key IN ({shown} WHERE "

@@ -736,3 +736,20 @@ async def test_genbots_answers_to_a_users_messages_are_about_them(store: Store) 
     assert await store.playground.forget_user(user, "dm-ann") == about
     messages, _ = await store.playground.load_playground(keep=10)
     assert [m.id for m in messages] == ["o1", "a2"]
+
+
+async def test_an_image_another_users_message_shows_too_is_not_counted_as_the_users(
+    store: Store,
+) -> None:
+    save = store.playground.save_playground_message
+    user = "web-ann00000000000000000000"
+    await save(made("m1", "lab", 1.0, keys=("shared", "mine"), author=user), [], keep=10)
+    await save(made("o1", "lab", 2.0, keys=("shared",)), [image("shared")], keep=10)
+    await save(made("m2", "lab", 3.0, keys=("mine",), author=user), [image("mine")], keep=10)
+
+    about = await store.playground.about_user(user, "dm-ann")
+
+    assert sorted(about[0]) == ["m1", "m2"]
+    assert about[1] == ["mine"], "o1 (no reply_to) shows 'shared' too"
+    assert await store.playground.forget_user(user, "dm-ann") == about
+    assert await store.playground.playground_image("shared") is not None
