@@ -12,6 +12,7 @@ from storage.errors import StorageError, check_word
 from storage.queries.base import Clock, Owner
 from storage.queries.jobs import job_from_row
 from storage.queries.ledger import spent_of, spent_statement
+from storage.queries.retention import erased_name
 from storage.records.jobs import (
     ACTIVE_STATUSES,
     JOB_ID_MAX,
@@ -270,10 +271,14 @@ def _quota_reads(
     platform: str, requester_id: str, quota: JobQuota, now: float
 ) -> dict[str, tuple[str, Values]]:
     """The reads that tell whether the requester is at a limit of ``quota`` at ``now`` (sent
-    together; :func:`_quota_refusal_of` reads their rows)."""
+    together; :func:`_quota_refusal_of` reads their rows). The requester's active jobs are
+    counted under their id and under :func:`~storage.queries.retention.erased_name`, which
+    ``/forget-me`` renames their unfinished jobs to: deleting their data frees no place."""
     reads: dict[str, tuple[str, Values]] = {}
     if quota.max_active > 0:
         reads["active"] = (SQL_COUNT_ACTIVE, (platform, requester_id, *_ACTIVE))
+        erased = erased_name(platform, requester_id)
+        reads["erased"] = (SQL_COUNT_ACTIVE, (platform, erased, *_ACTIVE))
     if quota.max_daily_credits > 0:
         reads["spent"] = spent_statement(platform, requester_id, quota.refill, now)
     return reads
@@ -285,10 +290,10 @@ def _quota_refusal_of(
     """The limit of ``quota`` the rows of :func:`_quota_reads` show the requester at,
     counting ``pending`` jobs as active, if any."""
     if quota.max_active > 0:
-        rows = found["active"]
-        active = (int(rows[0]["n"]) if rows else 0) + pending
+        rows = [*found["active"], *found["erased"]]
+        active = sum(int(row["n"]) for row in rows) + pending
         if active >= quota.max_active:
-            cancelled = int(rows[0]["cancelled"] or 0) if rows else 0
+            cancelled = sum(int(row["cancelled"] or 0) for row in rows)
             return QuotaRefusal("max_active", active, quota.max_active, cancelled=cancelled)
     if quota.max_daily_credits > 0:
         spent = spent_of(found["spent"], quota.refill, now)

@@ -12,6 +12,7 @@ counted and erased by its adapter, which also drops what it shows
 
 from __future__ import annotations
 
+import hashlib
 import re
 import secrets
 from dataclasses import dataclass
@@ -34,8 +35,8 @@ ERASED: Final[dict[str, str]] = {
     "conversation_links": "deleted with their conversation",
     "jobs": (
         "their finished jobs (requester_id), deleted; other jobs made from them lose the link;"
-        " their unfinished ones name the pseudonym, and are erased instead of delivered"
-        " (unless being delivered already)"
+        " their unfinished ones are renamed (erased_name: derived, so they still count under"
+        " the user's cap), and are erased instead of delivered (unless being delivered already)"
     ),
     "job_messages": "deleted with their job",
     "job_words": "SQLite's index of prompts, kept by the jobs' triggers",
@@ -106,9 +107,20 @@ def new_pseudonym() -> str:
     return "erased-" + secrets.token_hex(4)
 
 
+def erased_name(platform: str, user_id: str) -> str:
+    """The name a forgotten user's unfinished jobs are renamed to (``erased-`` and the first 8
+    hex digits of the SHA-256 of ``<platform>:<user id>``): derived, not random, so that they
+    still count under that user's cap of jobs at once (:class:`storage.JobAdmission`) until
+    they end. Anyone who knows the id can derive it, so it names no record that stays: the
+    audit log and moderation rules name the random :func:`new_pseudonym`."""
+    digest = hashlib.sha256(f"{platform}:{user_id}".encode()).hexdigest()
+    return "erased-" + digest[:8]
+
+
 def forgotten(user_id: str) -> bool:
-    """Whether ``user_id`` is a pseudonym (:func:`new_pseudonym`): a job naming one as its
-    requester ran for a user who was forgotten meanwhile, and is erased instead of delivered."""
+    """Whether ``user_id`` is a name a forgotten user's records go by (:func:`new_pseudonym`,
+    :func:`erased_name`): a job naming one as its requester ran for a user who was forgotten
+    meanwhile, and is erased instead of delivered."""
     return PSEUDONYM.fullmatch(user_id) is not None
 
 
@@ -142,11 +154,11 @@ class Retention:
     async def forget(self, platform: str, user_id: str) -> tuple[dict[str, int], str]:
         """Erase what the store keeps about ``user_id`` on ``platform``, kind by kind of
         :data:`USER_DATA` (see :data:`ERASED`), in one transaction; unfinished jobs stay (they
-        are still being made), naming the pseudonym: they are erased when they finish
+        are still being made), renamed :func:`erased_name`: they are erased when they finish
         (:meth:`storage.DeliveryClaims.erase`). How many of each kind went (counted in the
         transaction, as :meth:`kept` counts them), and the pseudonym the records that stay name
         instead."""
-        whose = Whose(platform, user_id, new_pseudonym())
+        whose = Whose(platform, user_id, new_pseudonym(), erased_name(platform, user_id))
         json_type = TYPES[self.db.dialect.name]["json"]
 
         async def work(tx: Session) -> dict[str, int]:

@@ -39,12 +39,13 @@ SQL_BANNED_UNTIL: Final = (
 
 @dataclass(frozen=True)
 class Whose:
-    """Whose data a statement counts or erases, and the pseudonym the records that stay name
-    instead (none while only counting)."""
+    """Whose data a statement counts or erases, the pseudonym the records that stay name
+    instead and the name their unfinished jobs are renamed to (none while only counting)."""
 
     platform: str
     user_id: str
     pseudonym: str = ""
+    erased: str = ""
 
     def them(self) -> tuple[object, ...]:
         return (self.platform, self.user_id)
@@ -136,7 +137,7 @@ USER_DATA: Final[tuple[UserData, ...]] = (
             Statement(
                 "UPDATE jobs SET requester_id = ? WHERE platform = ? AND requester_id = ? AND"
                 f" NOT {IS_DONE} AND status NOT IN {_BEING_DELIVERED}",
-                lambda whose: (whose.pseudonym, whose.platform, whose.user_id),
+                lambda whose: (whose.erased, whose.platform, whose.user_id),
             ),
         ),
     ),

@@ -7,15 +7,18 @@ exactly what is older than each kind's cutoff, by one process an hour, and forge
 from __future__ import annotations
 
 import asyncio
+import hashlib
 
 from storage import (
     ConversationKey,
     Cutoffs,
+    JobQuota,
     KeptAbout,
     PlaygroundImage,
     PlaygroundMessage,
     ProcessInfo,
     Purged,
+    QuotaRefusal,
     Store,
 )
 from storage.queries.retention import ERASED, NAMES_NO_USER
@@ -105,6 +108,27 @@ async def test_a_running_job_is_not_forgotten_until_it_finishes(store: Store) ->
     gone, _ = await store.retention.forget("web", USER)
     assert gone["jobs"] == 0
     assert await store.jobs.get_job(running.id) is not None
+
+
+async def test_a_forgotten_users_running_jobs_still_count_under_their_cap(store: Store) -> None:
+    """Renamed by a name derived from their id (not the random pseudonym), the unfinished jobs
+    of a user who deleted their data still hold their places: /forget-me frees none."""
+    cap = JobQuota(max_active=2)
+    mine = new_job(requester_id=USER, platform="web")
+    running = [await create_job(store.admission, mine) for _ in range(2)]
+    await store.jobs.transition(running[1].id, "creating", "processing", provider_id="t1")
+    await store.jobs.transition(running[1].id, "processing", "cancelled")
+    _, pseudonym = await store.retention.forget("web", USER)
+
+    erased = "erased-" + hashlib.sha256(f"web:{USER}".encode()).hexdigest()[:8]
+    for job in running:
+        renamed = await store.jobs.get_job(job.id)
+        assert renamed is not None and renamed.requester_id == erased != pseudonym
+    refused = QuotaRefusal("max_active", 2, 2, cancelled=1)
+    assert await store.admission.quota_refusal("web", USER, cap) == refused
+    assert await store.admission.create_job_within(mine, cap) == refused
+    assert await store.admission.quota_refusal("discord", USER, cap) is None, "per platform"
+    assert await store.admission.quota_refusal("web", OTHER, cap) is None
 
 
 async def test_the_purge_deletes_exactly_what_is_past_each_cutoff_once_an_hour(

@@ -38,7 +38,7 @@ from bot.kernel import (
 )
 from bot.outbox import Notice, Outbox, WritePolicy
 from bot.refs import JobReferent, RefKind, Work
-from storage import IN_FLIGHT_STATUSES, Job, JobStatus, JobWriter
+from storage import IN_FLIGHT_STATUSES, Job, JobStatus, JobWriter, forgotten
 
 CANCELLABLE: frozenset[JobStatus] = IN_FLIGHT_STATUSES | {"unknown"}
 
@@ -82,7 +82,8 @@ class JobCancel:
     async def cancel(self, user: User, job: Job, place: Place) -> None:
         """Cancel ``job`` for ``user`` (its requester or an admin; :class:`UserError` for
         anyone else, or a job that cannot be cancelled now), acting in ``place``. The admin
-        page calls this too."""
+        page calls this too. The audit entry of an admin's cancel of the job of a user who
+        deleted their data names no requester (the job's derived name leads back to them)."""
         if not (user.is_admin or user.id == job.requester_id):
             raise UserError(_("Only the person who started this job can cancel it."))
         if job.status == "creating":
@@ -101,12 +102,15 @@ class JobCancel:
         if not moved:
             raise UserError(_("This job has just finished; its result is on its way."))
         if for_requester:
+            before = {"status": job.status, "requester_id": job.requester_id}
+            if forgotten(job.requester_id):
+                del before["requester_id"]
             await self._audit.record(
                 "job.cancelled",
                 place,
                 user.id,
                 job.id,
-                before={"status": job.status, "requester_id": job.requester_id},
+                before=before,
                 after={"status": "cancelled", "cancelled": True},
             )
         self._watch.touch(job.id)

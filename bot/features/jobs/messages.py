@@ -699,7 +699,14 @@ class JobMessages:
         surface can, else it says cancelled, without buttons), and no progress update shows
         it again. A job an admin cancelled for its requester is not taken off: its progress
         message tells the requester so instead (posted anew when it is gone), whichever process
-        does this — the same words each time. Its status is left as it is; never raises."""
+        does this — the same words each time. One whose requester deleted their data
+        (``/forget-me``) is taken off as its delivery would (:meth:`_erase`), showing nothing
+        of it. Its status is left as it is; never raises."""
+        if forgotten(job.requester_id):
+            with speaking(job_language(job)):
+                erased = _(ERASED_TEXT)
+            await self._take_off(job, erased)
+            return
         if JobResult.of(job).cancelled_by_admin and job.platform in self._platforms:
             self._mark_final(job.id)
             await self._tell_cancelled(job)

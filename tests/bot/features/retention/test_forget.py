@@ -8,6 +8,7 @@ as the deletion runs stays, and the confirmation says so."""
 
 from __future__ import annotations
 
+import hashlib
 from dataclasses import replace
 from pathlib import Path
 
@@ -174,3 +175,40 @@ async def test_a_job_taken_over_after_the_deletion_is_erased_by_the_process_that
             sim, db_path, platform=platform, features=forget_me, storage_url=url
         ) as second:
             await assert_erased(second, platform, job_id, TAKEOVER_WAIT)
+
+
+async def test_a_forgotten_users_running_job_keeps_their_place_and_an_admins_cancel_shows_none_of_it(
+    tmp_path: Path,
+) -> None:
+    """Deleting one's data frees no place under the cap of jobs at once: the running job, renamed
+    by a name derived from the user's id, still counts. An admin's Cancel of it takes its
+    progress message off as its delivery would (not the note telling its requester, with its
+    prompt), and the audit log does not name it by that name."""
+    platform = PrivatePlatform()
+    cap = {"max_concurrent_jobs_per_user": 1}
+    async with harness(
+        tmp_path, sim_config=MANUAL, platform=platform, features=forget_me, limits=cap
+    ) as bot:
+        job_id = await forget_running_job(bot, platform)
+        renamed = await bot.store.jobs.get_job(job_id)
+        assert renamed is not None and renamed.progress_message_id is not None
+        erased = "erased-" + hashlib.sha256(f"fake:{USER.id}".encode()).hexdigest()[:8]
+        assert renamed.requester_id == erased
+
+        await bot.actor(USER.id).command("imagine", prompt="a second fox")
+        assert (await bot.latest_job()).id == job_id, "no second job"
+        assert platform.ephemerals_for(USER.id)[-1].startswith(
+            "You already have 1 image job running — the cap is 1"
+        )
+
+        progress = platform.messages[renamed.progress_message_id]
+        await bot.actor("root", admin=True).press(progress, "❌ Cancel")
+        assert platform.messages == {}, "taken off, no note to the requester posted anew"
+        assert [gone.ref.message_id for gone in platform.deleted] == [progress.ref.message_id]
+        [entry] = await bot.store.audit.entries(JOBS_PLACE.platform, JOBS_PLACE.workspace_id)
+        assert (entry.kind, entry.actor_id, entry.target) == ("job.cancelled", "root", job_id)
+        assert "requester_id" not in (entry.before or {})
+        assert await rows_naming(bot.store, erased) == {"jobs": 1}
+
+        bot.sim.advance(120)
+        await assert_erased(bot, platform, job_id)
