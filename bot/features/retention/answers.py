@@ -14,7 +14,8 @@ from storage import ConversationLocks, StorageError
 log = logging.getLogger(__name__)
 
 END_WAIT_SECONDS = 10.0
-"""The longest wait for one conversation's stopped answer to end before deleting anyway."""
+"""The longest wait for the user's stopped answers to end (all of them together) before deleting
+anyway."""
 
 
 class UserAnswers:
@@ -37,22 +38,32 @@ class UserAnswers:
         self.wait = wait
 
     async def end(self, answers: Sequence[tuple[int, int]]) -> None:
-        """Stop the answers ``answers`` names (conversation, turn), then wait (each
-        conversation at most :attr:`wait` seconds) until their turns are over."""
+        """Stop the answers ``answers`` names (conversation, turn), then wait until their turns
+        are over: at most :attr:`wait` seconds for all of them, however many there are."""
         for _, turn_id in answers:
             try:
                 await self.stop(turn_id)
             except StorageError as error:
                 log.warning("could not ask to stop the answer of turn %d: %s", turn_id, error)
-        for conversation_id in dict.fromkeys(conversation for conversation, _ in answers):
-            try:
-                async with asyncio.timeout(self.wait):
-                    async with (
-                        self.turn_lock(conversation_id),
-                        self.locks.conversation_lock(conversation_id, wait=self.wait),
-                    ):
-                        pass
-            except (TimeoutError, StorageError) as error:
-                log.warning(
-                    "the answer in conversation %d did not end in time: %r", conversation_id, error
-                )
+        waiting = list(dict.fromkeys(conversation for conversation, _ in answers))
+        try:
+            async with asyncio.timeout(self.wait):
+                while waiting:
+                    await self._ended(waiting[0])
+                    waiting.pop(0)
+        except TimeoutError:
+            log.warning("the answers in conversations %s did not end in time", waiting)
+
+    async def _ended(self, conversation_id: int) -> None:
+        """Wait until the turn answering in ``conversation_id`` is over (a lock that cannot be
+        had is logged, not waited for again)."""
+        try:
+            async with (
+                self.turn_lock(conversation_id),
+                self.locks.conversation_lock(conversation_id, wait=self.wait),
+            ):
+                pass
+        except StorageError as error:
+            log.warning(
+                "the answer in conversation %d did not end in time: %s", conversation_id, error
+            )

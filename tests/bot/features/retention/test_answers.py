@@ -18,6 +18,7 @@ from bot.features.retention import ForgetFeature, UserAnswers
 from bot.kernel import ButtonPress, Command
 from bot.router import Feature
 from simulator.server import serve
+from storage import SqliteStore
 from tests.bot.features.chat.support import ALICE, DM, ChatWorld, sim_config
 from tests.bot.features.chat.test_controls import SLOW, WORDS, answer_in
 from tests.bot.features.jobs.test_batches import PrivatePlatform
@@ -83,3 +84,26 @@ async def test_a_streaming_answer_is_stopped_and_erased_with_the_conversation(
             assert await rows_naming(world.store, ALICE.id) == {}
         finally:
             await world.stop()
+
+
+async def test_one_bound_covers_the_wait_for_every_answer_that_does_not_end(
+    tmp_path: Path,
+) -> None:
+    """Three answers whose turns never end: the deletion waits at most one bound for all of
+    them, not one bound each — once the first has used it up, no other is waited for."""
+    held = {conversation: asyncio.Lock() for conversation in (1, 2, 3)}
+    asked: list[int] = []
+
+    def turn_lock(conversation: int) -> asyncio.Lock:
+        asked.append(conversation)
+        return held[conversation]
+
+    async def stop(turn: int) -> bool:
+        return True
+
+    for lock in held.values():
+        await lock.acquire()
+    async with await SqliteStore.open(tmp_path / "genbot.db") as store:
+        answers = UserAnswers(stop, turn_lock, store.conversation_locks, wait=0.05)
+        await asyncio.wait_for(answers.end([(1, 10), (2, 20), (3, 30)]), 10)
+    assert asked == [1]
