@@ -6,7 +6,8 @@ count, the confirmation those the deletion counted as it erased them: one list,
 first (:class:`~bot.features.retention.answers.UserAnswers`), so the deletion erases them with the
 rest. Their unfinished jobs are renamed to a name derived from their id
 (:func:`storage.queries.retention.erased_name`: they still count under the user's cap), and
-erased instead of delivered when they finish (:meth:`bot.features.jobs.messages.JobMessages.deliver`): both the preview and the
+erased instead of delivered when they finish
+(:meth:`bot.features.jobs.messages.JobMessages.deliver`): both the preview and the
 confirmation say how many; one whose result is being posted at that moment stays, and the
 confirmation says to ask again once it is posted. Admins name another user
 (``/forget-me <@user>``); their deletion is recorded in the audit log under the pseudonym the

@@ -177,7 +177,7 @@ async def test_a_job_taken_over_after_the_deletion_is_erased_by_the_process_that
             await assert_erased(second, platform, job_id, TAKEOVER_WAIT)
 
 
-async def test_a_forgotten_users_running_job_keeps_their_place_and_an_admins_cancel_shows_none_of_it(
+async def test_a_forgotten_users_running_job_keeps_its_place_and_an_admins_cancel_hides_it(
     tmp_path: Path,
 ) -> None:
     """Deleting one's data frees no place under the cap of jobs at once: the running job, renamed
