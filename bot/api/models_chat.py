@@ -122,11 +122,12 @@ class FunctionParameters(RequestModel):
 
 
 class FunctionDefinition(RequestModel):
-    """A function the model may call."""
+    """A function the model may call. Each function has ``parameters`` (docs/provider.md,
+    "Chat"): a function that takes none is sent with an empty object schema."""
 
     name: str
     description: str | None = None
-    parameters: FunctionParameters | None = None
+    parameters: FunctionParameters = Field(default_factory=FunctionParameters)
 
     @field_validator("name")
     @classmethod

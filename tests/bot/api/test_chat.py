@@ -141,6 +141,18 @@ async def test_function_call_whole_and_streamed(api: ProviderClient) -> None:
     assert stream.accumulator.completion().choices[0].message.content is None
 
 
+async def test_a_function_that_takes_nothing_is_sent_with_an_empty_schema(
+    api: ProviderClient,
+) -> None:
+    clock = FunctionDefinition(name="current_time", description="The time now")
+    request = ask("what time is it", functions=[clock], function_call={"name": "current_time"})
+    answer = await api.chat.complete(request)
+    assert answer.choices[0].message.function_call == FunctionCall(
+        name="current_time", arguments="{}"
+    )
+    assert clock.to_body()["parameters"] == {"type": "object", "properties": {}, "required": []}
+
+
 def after_a_call(result: str) -> ChatRequest:
     """A request whose last message is ``generate_image``'s ``result``."""
     return ChatRequest(
