@@ -102,6 +102,8 @@ def _completion_for(request: web.Request, state: SimulatorState, body: Any) -> C
                 code="model_not_available",
             )
         )
+    if state.config.chat_rpm > 0:
+        account.chat_times.append(state.now())
     counter = request.app[COMPLETION_COUNTER]
     number = next(counter)
     return build_completion(chat, state.config.seed, number, int(state.now()), state.config.rules)
@@ -109,7 +111,8 @@ def _completion_for(request: web.Request, state: SimulatorState, body: Any) -> C
 
 def _rate_limited(state: SimulatorState, account: Account) -> web.Response | None:
     """A 429 with ``Retry-After`` (whole seconds) when the key already made ``chat_rpm``
-    requests within the last minute (× time scale); else the request is counted."""
+    answered requests within the last minute (× time scale). Nothing is counted here: a request
+    is counted once it is answered (refused requests are not)."""
     limit = state.config.chat_rpm
     if limit <= 0:
         return None
@@ -117,7 +120,6 @@ def _rate_limited(state: SimulatorState, account: Account) -> web.Response | Non
     window = MINUTE * state.config.time_scale if state.config.time_scale > 0 else MINUTE
     account.chat_times = [t for t in account.chat_times if t > now - window]
     if len(account.chat_times) < limit:
-        account.chat_times.append(now)
         return None
     wait = account.chat_times[0] + window - now
     response = error_response(

@@ -62,6 +62,16 @@ async def test_chat_rpm_answers_429_with_retry_after_until_the_minute_passes() -
         assert (await post_chat(sim, request("hi"))).status == 200
 
 
+async def test_chat_rpm_counts_only_answered_requests() -> None:
+    async with chat_simulator(chat_rpm=1, time_scale=1.0, context_tokens=50) as sim:
+        plan = await post_chat(sim, request("hi", model="llm-4"), key=FREE_KEY)
+        context = await post_chat(sim, request("word " * 100), key=FREE_KEY)
+        answered = await post_chat(sim, request("hi"), key=FREE_KEY)
+        limited = await post_chat(sim, request("hi"), key=FREE_KEY)
+        assert (plan.status, context.status) == (403, 400)
+        assert (answered.status, limited.status) == (200, 429)
+
+
 @pytest.mark.parametrize(("dialect", "status"), [("default", 403), ("spec", 401)])
 async def test_the_plan_refusal_status_depends_on_the_dialect(
     dialect: Dialect, status: int
