@@ -394,7 +394,8 @@ class HttpTransport:
             self._answered(path, response.status, started)
             if response.status != 200:
                 try:
-                    raw = await response.read()
+                    async with asyncio.timeout(self._settings.read_timeout):
+                        raw = await response.read()
                 except (aiohttp.ClientError, TimeoutError):
                     raw = b""
                 finally:

@@ -28,6 +28,7 @@ from bot.api import (
     InvalidRequest,
     PermissionDenied,
     ProviderClient,
+    ServerError,
     StreamEnd,
     StreamInterrupted,
     TextPart,
@@ -378,6 +379,29 @@ async def test_an_oversized_stream_line_interrupts_the_stream(endless_line_serve
     assert caught.value.partial_text == "Hi"
     assert "longer than" in caught.value.reason
     assert stream.closed
+
+
+async def test_a_refused_stream_whose_body_stalls_is_refused_within_the_read_timeout() -> None:
+    release = asyncio.Event()
+
+    async def handler(request: web.Request) -> web.StreamResponse:
+        response = web.StreamResponse(status=500, headers={"Content-Type": "application/json"})
+        response.content_length = 200
+        await response.prepare(request)
+        await response.write(b'{"error": {"message": "overloa')
+        await release.wait()
+        return response
+
+    async with chat_provider(handler) as url:
+        try:
+            settings = settings_for(url, read_timeout=0.3)
+            async with ProviderClient(settings, retry=FAST_RETRY) as api:
+                with pytest.raises(ServerError):
+                    async with asyncio.timeout(10), api.chat.stream(ask("hi")) as stream:
+                        async for _ in stream:
+                            pass
+        finally:
+            release.set()
 
 
 @pytest.mark.parametrize("plan", ["free", "developer"])
