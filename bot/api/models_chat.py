@@ -346,7 +346,8 @@ class ChatChoice(ResponseModel):
 
 
 class ChatCompletion(ResponseModel):
-    """A non-streamed completion."""
+    """A non-streamed completion; ``choices`` are in the order of their ``index`` (the spec
+    gives each an index, not their order in the list)."""
 
     id: str = ""
     object: str = "chat.completion"
@@ -354,6 +355,11 @@ class ChatCompletion(ResponseModel):
     model: str = ""
     choices: list[ChatChoice] = Field(default_factory=list)
     usage: Usage | None = None
+
+    @field_validator("choices")
+    @classmethod
+    def _by_index(cls, value: list[ChatChoice]) -> list[ChatChoice]:
+        return sorted(value, key=lambda choice: choice.index)
 
     @property
     def text(self) -> str:

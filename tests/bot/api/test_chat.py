@@ -404,6 +404,26 @@ async def test_a_refused_stream_whose_body_stalls_is_refused_within_the_read_tim
             release.set()
 
 
+async def test_whole_choices_are_read_in_the_order_of_their_index() -> None:
+    async def handler(request: web.Request) -> web.Response:
+        choices = [
+            {"index": i, "message": {"role": "assistant", "content": f"answer {i}"}}
+            for i in (2, 0, 1)
+        ]
+        return web.json_response({"object": "chat.completion", "choices": choices})
+
+    async with (
+        chat_provider(handler) as url,
+        ProviderClient(settings_for(url), retry=FAST_RETRY) as api,
+    ):
+        answer = await api.chat.complete(ask("hi", n=3))
+    assert [choice.message.content for choice in answer.choices] == [
+        "answer 0",
+        "answer 1",
+        "answer 2",
+    ]
+
+
 @pytest.mark.parametrize("plan", ["free", "developer"])
 @pytest.mark.parametrize("model", CHAT_MODELS)
 async def test_one_plan_rule_decides_what_the_client_sends(
