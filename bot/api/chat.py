@@ -78,6 +78,8 @@ class ChoiceResult:
     function_name: str = ""
     function_arguments: str = ""
     finish_reason: str | None = None
+    tool_index: int | None = None
+    """The ``index`` of the ``tool_calls`` entry being folded (the first one seen)."""
 
     @property
     def function_call(self) -> FunctionCall | None:
@@ -103,6 +105,8 @@ class _ChoiceDelta:
     call_name: str | None
     call_arguments: str | None
     finish_reason: str | None
+    call_index: int | None = None
+    """The ``tool_calls`` index of the call piece (None for a ``function_call`` piece)."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -185,6 +189,7 @@ def read_chunk(payload: Any) -> _Chunk:
                 call.name if call else None,
                 call.arguments if call else None,
                 part.finish_reason,
+                part.delta.call_index,
             )
         )
     return _Chunk(chunk.id, chunk.model, chunk.created, parts)
@@ -194,7 +199,8 @@ def read_chunk(payload: Any) -> _Chunk:
 class ChatAccumulator:
     """Folds stream chunks into per-choice results (text, function call, finish reason);
     choices of ``n`` > 1 are kept apart by their index. A call streamed as ``tool_calls``
-    pieces folds like ``function_call`` pieces (the first call only), and finish reason
+    pieces folds like ``function_call`` pieces (the first call only, whatever its index), and
+    finish reason
     ``tool_calls`` is ``function_call`` (docs/provider.md#streamed-function-calls)."""
 
     id: str = ""
@@ -218,7 +224,11 @@ class ChatAccumulator:
                 choice.text += part.content
                 if part.index == 0:
                     added += part.content
-            if part.call_name is not None or part.call_arguments is not None:
+            if choice.tool_index is None:
+                choice.tool_index = part.call_index
+            if (part.call_name is not None or part.call_arguments is not None) and (
+                part.call_index in (None, choice.tool_index)
+            ):
                 name = part.call_name or ""
                 if name.startswith(choice.function_name):
                     choice.function_name = name

@@ -396,13 +396,23 @@ class ChunkDelta(ResponseModel):
 
     @property
     def call(self) -> FunctionCallDelta | None:
-        """This chunk's piece of the (first) function call, in either shape."""
+        """This chunk's piece of a function call, in either shape: of ``tool_calls``, the
+        entry of the lowest index (:attr:`call_index`)."""
         if self.function_call is not None:
             return self.function_call
-        for piece in self.tool_calls or ():
-            if piece.index == 0:
-                return piece.function
-        return None
+        piece = self._first_tool_piece()
+        return piece.function if piece is not None else None
+
+    @property
+    def call_index(self) -> int | None:
+        """The ``tool_calls`` index of :attr:`call` (None for a ``function_call`` piece)."""
+        if self.function_call is not None:
+            return None
+        piece = self._first_tool_piece()
+        return piece.index if piece is not None else None
+
+    def _first_tool_piece(self) -> ToolCallDelta | None:
+        return min(self.tool_calls or (), key=lambda piece: piece.index, default=None)
 
 
 class ChunkChoice(ResponseModel):

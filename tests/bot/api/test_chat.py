@@ -19,6 +19,7 @@ from bot.api import (
     BadRequest,
     ChatAccumulator,
     ChatChunk,
+    ChatCompletion,
     ChatMessage,
     ChatRequest,
     FunctionCall,
@@ -473,6 +474,35 @@ async def test_a_call_answered_as_tool_calls_reads_as_a_function_call(
     (result,) = stream.accumulator.results()
     assert result.finish_reason == "function_call" and result.calls_function
     assert result.function_call == choice.message.function_call
+
+
+def test_streamed_tool_calls_fold_the_first_call_whatever_its_index() -> None:
+    def piece(index: int, **function: str) -> dict[str, Any]:
+        call: dict[str, Any] = {"index": index, "function": function}
+        if "name" in function:
+            call |= {"id": f"call_{index}", "type": "function"}
+        return {"choices": [{"index": 0, "delta": {"tool_calls": [call]}}]}
+
+    accumulator = ChatAccumulator()
+    for chunk in (
+        piece(1, name="generate_image", arguments=""),
+        piece(1, arguments='{"prompt": '),
+        piece(2, name="describe_image", arguments='{"image_url": "https://x/y.png"}'),
+        piece(1, arguments='"a fox"}'),
+        {"choices": [{"index": 0, "delta": {}, "finish_reason": "tool_calls"}]},
+    ):
+        accumulator.add(chunk)
+    (result,) = accumulator.results()
+    assert result.calls_function
+    assert result.function_call == FunctionCall(
+        name="generate_image", arguments='{"prompt": "a fox"}'
+    )
+    calls = [
+        {"index": 2, "function": {"name": "describe_image"}},
+        {"index": 1, "function": {"name": "generate_image"}},
+    ]
+    whole = ChatCompletion.model_validate({"choices": [{"message": {"tool_calls": calls}}]})
+    assert whole.choices[0].message.function_call == FunctionCall(name="generate_image")
 
 
 def test_a_named_call_that_ends_with_stop_is_a_call_unless_cut() -> None:
