@@ -18,6 +18,9 @@ SQL_ADD_USAGE: Final = (
     " ON CONFLICT (job_id, kind) DO NOTHING"
 )
 SQL_COMPLETED: Final = "UPDATE usage SET tokens_completion = ? WHERE job_id = ? AND kind = ?"
+SQL_COUNTED: Final = (
+    "UPDATE usage SET tokens_prompt = ?, tokens_completion = ? WHERE job_id = ? AND kind = ?"
+)
 SQL_USAGE_FOR_USER: Final = (
     "SELECT COALESCE(SUM(tokens_prompt), 0) AS tokens_prompt,"
     " COALESCE(SUM(tokens_completion), 0) AS tokens_completion,"
@@ -60,11 +63,20 @@ class UsageLedger:
         return await self.db.execute(SQL_ADD_USAGE, values) == 1
 
     async def complete_usage(
-        self, job_id: str, tokens_completion: int, *, kind: str = "chat"
+        self,
+        job_id: str,
+        tokens_completion: int,
+        *,
+        tokens_prompt: int | None = None,
+        kind: str = "chat",
     ) -> bool:
         """Set the completion tokens of the usage recorded for (``job_id``, ``kind``) (a chat
-        answer's is recorded with its prompt as it begins); False when there is none."""
-        return await self.db.execute(SQL_COMPLETED, (tokens_completion, job_id, kind)) == 1
+        answer's is recorded with its prompt as it begins), and its prompt tokens when
+        ``tokens_prompt`` is given (the provider counted them); False when there is none."""
+        if tokens_prompt is None:
+            return await self.db.execute(SQL_COMPLETED, (tokens_completion, job_id, kind)) == 1
+        values = (tokens_prompt, tokens_completion, job_id, kind)
+        return await self.db.execute(SQL_COUNTED, values) == 1
 
     async def usage_for_user(
         self, platform: str, user_id: str, day: str | date | None = None

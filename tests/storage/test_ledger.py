@@ -63,3 +63,14 @@ async def test_a_chat_answers_completion_is_set_on_the_usage_recorded_as_it_bega
     assert not await ledger.complete_usage("chat-answer:8", 40)
     totals = await ledger.usage_for_user("web", "U1")
     assert (totals.tokens_prompt, totals.tokens_completion, totals.entries) == (100, 40, 1)
+
+
+async def test_completing_a_chat_answer_can_set_the_prompt_tokens_the_provider_counted(
+    store: Store,
+) -> None:
+    ledger = store.ledger
+    await ledger.add_usage("web", "U1", tokens_prompt=100, job_id="chat-answer:7")
+    assert await ledger.complete_usage("chat-answer:7", 40, tokens_prompt=123)
+    assert not await ledger.complete_usage("chat-answer:8", 40, tokens_prompt=123)
+    totals = await ledger.usage_for_user("web", "U1")
+    assert (totals.tokens_prompt, totals.tokens_completion, totals.entries) == (123, 40, 1)

@@ -15,8 +15,9 @@ proxy_url``). With ``n`` > 1 the first choice is the reply and every choice is o
 from (:mod:`bot.features.chat.alternatives`). When the reply is a function call (``finish_reason``
 is ``function_call``), the call and the tool's result are stored as turns and the model is asked
 again, at most ``ChatDefaults.max_function_rounds`` times; the last round offers no functions,
-so it always ends in text. Streams carry no usage, so tokens are counted with the offline
-tokenizer (the same formula the provider bills with).
+so it always ends in text. A whole answer's tokens are the provider's ``usage``; streams carry
+none, so their tokens are counted with the offline tokenizer (the simulator's formula; the
+provider documents none).
 """
 
 from __future__ import annotations
@@ -73,6 +74,8 @@ class _Outcome:
     """Every choice's text when the request asked for several (``n`` > 1), the reply first."""
     turn_id: int = 0
     """The stored assistant turn of a rendered reply."""
+    prompt_tokens: int | None = None
+    """The prompt tokens the provider counted, when it said (a whole answer's ``usage``)."""
 
 
 class _WholeText:
@@ -232,19 +235,24 @@ class Answerer:
                 fitted = self._shorter(params, turns, extra, fitted, refused)
                 request = await self._request(params, fitted, functions)
                 outcome = await self._round(target, request, user, params, fitted)
+            prompt_tokens = (
+                fitted.prompt_tokens if outcome.prompt_tokens is None else outcome.prompt_tokens
+            )
             if outcome.turn_id:
                 await self.store.ledger.complete_usage(
-                    answer_usage(outcome.turn_id), outcome.completion_tokens
+                    answer_usage(outcome.turn_id),
+                    outcome.completion_tokens,
+                    tokens_prompt=outcome.prompt_tokens,
                 )
             else:
                 await self.store.ledger.add_usage(
                     target.place.platform,
                     user.id,
-                    tokens_prompt=fitted.prompt_tokens,
+                    tokens_prompt=prompt_tokens,
                     tokens_completion=outcome.completion_tokens,
                     kind="chat",
                 )
-            metrics.chat_tokens(fitted.prompt_tokens, outcome.completion_tokens)
+            metrics.chat_tokens(prompt_tokens, outcome.completion_tokens)
             if outcome.call is None or self.tools is None:
                 assert outcome.rendered is not None
                 await self._retire_previous(target, outcome.turn_id, history)
@@ -371,17 +379,25 @@ class Answerer:
             await notice.finish()
 
     async def _whole(self, target: Target, completion: ChatCompletion, asked: _Asked) -> _Outcome:
-        """A non-streamed answer: a function call, or the text rendered at once."""
+        """A non-streamed answer: a function call, or the text rendered at once. Its tokens
+        are the provider's ``usage`` when it gives one, else counted here."""
         first = completion.choices[0]
         call = first.message.function_call
+        usage = completion.usage
+        if usage is not None and usage.prompt_tokens <= 0 and usage.completion_tokens <= 0:
+            usage = None
+        prompt = usage.prompt_tokens if usage is not None else None
         if call is not None and call.name and first.finish_reason != "length":
-            return _Outcome(None, call, count_text(call.name) + count_text(call.arguments))
+            counted = count_text(call.name) + count_text(call.arguments)
+            tokens = usage.completion_tokens if usage is not None else counted
+            return _Outcome(None, call, tokens, prompt_tokens=prompt)
         answers = tuple(choice.message.content or "" for choice in completion.choices)
         finish = StreamEnd(first.finish_reason)
         whole = _WholeText(answers[0], finish)
         rendered, turn_id = await self._render(target, whole, asked)
-        tokens = sum(count_text(answer) for answer in answers)
-        return _Outcome(rendered, None, tokens, answers, turn_id)
+        counted = sum(count_text(answer) for answer in answers)
+        tokens = usage.completion_tokens if usage is not None else counted
+        return _Outcome(rendered, None, tokens, answers, turn_id, prompt)
 
     async def _streamed(self, target: Target, stream: ChatStream, asked: _Asked) -> _Outcome:
         await self._waiting(target, stream.open())

@@ -3,7 +3,13 @@ and n > 1 with alternatives to continue from."""
 
 from __future__ import annotations
 
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
 from pathlib import Path
+from typing import Any
+
+import aiohttp
+from aiohttp import web
 
 from bot.api import ProviderClient
 from bot.features.chat import ChatDefaults
@@ -61,6 +67,49 @@ async def test_a_channel_without_streaming_answers_whole_through_the_proxy(
         [thread] = world.threads()
         [answer] = [m for m in world.posted_in(thread) if "hello in one piece" in m.text]
         assert len(answer.history) == 1, "a whole answer is posted once, never edited"
+
+
+@asynccontextmanager
+async def billing_provider(upstream: str, usage: dict[str, int]) -> AsyncIterator[str]:
+    """A provider on 127.0.0.1 that answers chat as ``upstream`` does, with its own ``usage``
+    (its tokenizer is not genbot's)."""
+
+    async def handler(request: web.Request) -> web.Response:
+        headers = {"Authorization": request.headers["Authorization"]}
+        async with (
+            aiohttp.ClientSession() as session,
+            session.post(upstream + CHAT_PATH, data=await request.read(), headers=headers) as got,
+        ):
+            answer: dict[str, Any] = await got.json()
+        return web.json_response({**answer, "usage": usage}, status=got.status)
+
+    app = web.Application()
+    app.router.add_post(CHAT_PATH, handler)
+    runner = web.AppRunner(app, shutdown_timeout=0.1)
+    await runner.setup()
+    await web.TCPSite(runner, "127.0.0.1", 0).start()
+    try:
+        yield f"http://127.0.0.1:{runner.addresses[0][1]}"
+    finally:
+        await runner.cleanup()
+
+
+async def test_a_whole_answer_records_the_tokens_the_provider_counted(tmp_path: Path) -> None:
+    usage = {"prompt_tokens": 1234, "completion_tokens": 56, "total_tokens": 1290}
+    async with (
+        chat_world(tmp_path, defaults=ChatDefaults(stream=False)) as world,
+        billing_provider(world.sim.base_url, usage) as provider,
+    ):
+        client = ProviderClient(
+            settings_for(world.sim.base_url, proxy_url=provider), retry=FAST_RETRY
+        )
+        world.engine.api = world.engine.answerer.api = client
+        await world.actor(ALICE, DM).say("echo: a lighthouse at dusk")
+        await world.actor(ALICE, DM).say("draw a fox in the snow")
+        await client.aclose()
+        totals = await world.store.ledger.usage_for_user("fake", ALICE.id)
+    assert len(world.chat_bodies()) == 3, "the answer, the call, the answer after the call"
+    assert (totals.tokens_prompt, totals.tokens_completion) == (3 * 1234, 3 * 56)
 
 
 async def test_the_configured_default_can_turn_streaming_off(tmp_path: Path) -> None:
