@@ -387,6 +387,21 @@ def _too_many(total: int, count: int, repeat: int, cap: int) -> str:
     )
 
 
+def sent_instead(prompt: str) -> tuple[str, ...]:
+    """The distinct prompts ``prompt``'s ``{…}`` choices (and escapes) expand into that read
+    otherwise than ``prompt`` itself: the texts sent instead of the one typed, which moderation
+    screens too (``a {blood}bath`` is sent as ``a bloodbath``). Empty when there are none, or
+    when the choices cannot be read (the command is refused for them before any call)."""
+    if not any(char in prompt for char in "{}\\"):
+        return ()
+    try:
+        rest, __ = take_repeat(prompt)
+        prompts = expansion(rest, MOST_EXPANDED).prompts
+    except CommandError:
+        return ()
+    return tuple(text for text in dict.fromkeys(prompts) if text != prompt)
+
+
 def take_repeat(prompt: str) -> tuple[str, int | None]:
     """``--repeat N`` written in a prompt (where a platform's typed options leave it: Discord's
     prompt), taken out of it: the prompt without it and N (None when it has none);

@@ -16,8 +16,9 @@ gets):
    refused saying so (``/imagine`` runs several);
 4. its references read (:func:`bot.kernel.read_references`: weights, counts, ``#N``) and its
    parameters checked (:func:`~bot.features.jobs.input_checks.check_prompt`);
-5. screened by the moderation rules (the router screened what was typed; a saved option put in
-   is screened here, as the router screens an expanded command).
+5. screened by the moderation rules (the router screened what was typed and the prompts its
+   ``{…}`` choices expand into; a saved option put in is screened here, as the router screens
+   an expanded command).
 
 Steps 2–4 need no I/O (:func:`read_form_prompt`: a feature's ``check_modal``, so the form shows
 the problem beside the field); :meth:`FormPrompts.read` does them all. Every refusal is a

@@ -3,8 +3,9 @@
 :meth:`Moderation.screen` is the router's screen (:class:`bot.router.Screen`): it sees a
 command's options once parsed and validated, and a form's values, before the feature that owns
 them acts — so it comes after anything that rewrites a prompt at parsing (issue 27's ``/prefer``
-options and permutations belong in the router's option parsing, before it, so that each
-expanded prompt is checked). :meth:`Moderation.check_message` is the chat engine's check of a
+options are put in by the router before it), and it checks each prompt a prompt's ``{…}``
+choices expand into with the prompt typed (a command's or a form's; a press sends its stored
+prompt as it is). :meth:`Moderation.check_message` is the chat engine's check of a
 message it is about to answer, :meth:`Moderation.check_document` of a document's text read
 into it (what the model would see of it: its name and the pages or lines that fit), and
 :meth:`Moderation.screened` its answer's;
@@ -48,6 +49,7 @@ from bot.kernel import (
     UserMessage,
     _,
     metrics,
+    sent_instead,
 )
 from bot.refs import STORED_MESSAGE
 from storage import Job, ModerationRule, ModerationStore, Offence
@@ -104,8 +106,10 @@ class Moderation:
     ) -> None:
         """Refuse (:class:`UserError`) a command, form or press that starts work of a banned
         user, or whose prompt fields (a press: the stored prompt it sends again) break a
-        rule; a press's stored chat message (:data:`bot.refs.STORED_MESSAGE`, 🔁) is refused
-        as :meth:`check_message` refuses it typed."""
+        rule (a prompt's, and each prompt its ``{…}`` choices expand into:
+        :func:`bot.kernel.sent_instead`); a press's stored chat message
+        (:data:`bot.refs.STORED_MESSAGE`, 🔁) is refused as :meth:`check_message` refuses it
+        typed."""
         name = event.name if isinstance(event, Command) else event.action
         if isinstance(event, Command) and name.startswith("admin."):
             return
@@ -116,6 +120,9 @@ class Moderation:
             for name, value in values.items()
             if name in PROMPT_FIELDS and isinstance(value, str) and value.strip()
         ]
+        prompt = values.get("prompt")
+        if isinstance(prompt, str) and not isinstance(event, ButtonPress):
+            texts += sent_instead(prompt.strip())
         if texts:
             await self._check(event.user, event.place, "\n".join(texts), echo=True)
         message = values.get(STORED_MESSAGE)

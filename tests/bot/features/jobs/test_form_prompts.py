@@ -77,6 +77,27 @@ async def test_a_saved_option_put_in_a_form_is_screened(tmp_path: Path) -> None:
         assert "**gore**" in refusal
 
 
+async def test_what_braces_expand_into_is_screened_on_imagine_and_on_a_form(
+    tmp_path: Path,
+) -> None:
+    async with harness(tmp_path, screen=moderated) as bot:
+        alice = bot.actor()
+        _, grid = await remix_form_of(bot, alice)
+        rule = ModerationRule("gore", r"\bbloodbath\b", pattern=True)
+        await bot.store.moderation.add_rule("fake", "w1", rule, "root")
+        await alice.press(grid, "V1")
+        _, modal = bot.platform.modals[-1]
+        await alice.submit(modal, prompt="a {blood}bath scene")
+        await bot.actor("bob").command("imagine", prompt="a blood{bath} scene")
+
+        assert bodies(bot.sim, "/gen/v2/variation") == [], "the form's prompt is sent expanded"
+        assert len(bodies(bot.sim, "/gen/v2/imagine")) == 1, "only the grid; one job, no preview"
+        [refused_form] = bot.platform.ephemerals_for("alice")
+        [refused_command] = bot.platform.ephemerals_for("bob")
+        assert "**gore**" in refused_form
+        assert "**gore**" in refused_command
+
+
 async def test_a_describe_pick_and_a_custom_zoom_put_the_saved_options_in(tmp_path: Path) -> None:
     async with harness(tmp_path) as bot:
         alice = bot.actor()
