@@ -107,6 +107,7 @@ from bot.kernel.expansion import (
     splice,
     take_repeat,
     with_suffix,
+    written_literally,
 )
 from bot.kernel.gallery import GalleryPage, GalleryResult, ResultGallery
 from bot.kernel.i18n import (
@@ -458,4 +459,5 @@ __all__ = [
     "with_suffix",
     "without_links",
     "written",
+    "written_literally",
 ]

@@ -49,6 +49,7 @@ _FLAG_RE = re.compile(r"(?<!\S)(?:--|—)([A-Za-z][\w\-]*)(?=\s|$)")
 _PIECE_RE = re.compile(r"(?<!\S)(?:--|—)[A-Za-z][\w\-]*(?=[\s=]|$)")
 _QUOTED_RE = re.compile(r"\"[^\"]*\"|“[^”]*”")
 _ASPECT_FLAG_RE = re.compile(r"(?<!\S)(?:--|—)(ar|aspect)(?=[\s=]|$)", re.IGNORECASE)
+_LITERAL_RE = re.compile(r"[\\{}]")
 _REPEAT_RE = re.compile(r"(?<!\S)(?:--|—)(?:repeat|r)(?:\s+|=)(\S+)(?=\s|$)", re.IGNORECASE)
 
 
@@ -385,6 +386,12 @@ def _too_many(total: int, count: int, repeat: int, cap: int) -> str:
         count=count,
         cap=cap,
     )
+
+
+def written_literally(text: str) -> str:
+    """``text`` with its ``\\``, ``{`` and ``}`` escaped, so that :func:`expansion` reads it
+    back as it is: a job's stored prompt (already expanded) put in a form to edit."""
+    return _LITERAL_RE.sub(r"\\\g<0>", text)
 
 
 def sent_instead(prompt: str) -> tuple[str, ...]:

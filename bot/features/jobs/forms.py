@@ -36,6 +36,7 @@ from bot.kernel import (
     _,
     command,
     validate_options,
+    written_literally,
 )
 from bot.outbox import OpenForm, Outbox, WritePolicy
 
@@ -272,11 +273,12 @@ def form_for(
     values: Mapping[str, str] | None = None,
 ) -> Modal | None:
     """The editor ``action`` opens (again, with ``values``: see :func:`refused_form`), or
-    ``None``."""
+    ``None``. ``prompt`` is a job's stored prompt: the editors that read ``{…}`` choices (Custom
+    Zoom, Vary (Region), Remix) show it with its braces escaped, so that it runs as it is."""
     if action == "outpaint_custom":
-        return zoom_form(ref, prompt, values)
+        return zoom_form(ref, written_literally(prompt), values)
     if action == "vary_region":
-        return region_form(ref, prompt, image_url=image_url, values=values)
+        return region_form(ref, written_literally(prompt), image_url=image_url, values=values)
     if action == "use_reference":
         return reference_form(ref, values)
     if action == "diff_init":
@@ -284,7 +286,7 @@ def form_for(
     if action.startswith("describe_pick"):
         return pick_form(action, ref, _value(values, PROMPT_FIELD, prompt))
     if action in REMIX_ACTIONS:
-        return remix_form(action, ref, prompt, values)
+        return remix_form(action, ref, written_literally(prompt), values)
     return None
 
 

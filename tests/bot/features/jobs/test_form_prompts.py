@@ -98,6 +98,28 @@ async def test_what_braces_expand_into_is_screened_on_imagine_and_on_a_form(
         assert "**gore**" in refused_command
 
 
+async def test_a_stored_prompt_with_braces_runs_from_its_form_as_it_is(tmp_path: Path) -> None:
+    async with harness(tmp_path) as bot:
+        alice = bot.actor()
+        await bot.store.settings.set_scope_settings("user", "fake", "alice", remix=True)
+        stored = "a sign reading {OPEN, CLOSED} and {OPEN}, a \\ slash"
+        typed = "a sign reading \\{OPEN, CLOSED\\} and \\{OPEN\\}, a \\\\ slash"
+        job, grid = await run_command(bot, alice, "imagine", prompt=typed)
+        assert job.prompt == stored
+        for button, edit in (("V1", ""), ("V2", " at night")):
+            await alice.press(grid, button)
+            _, modal = bot.platform.modals[-1]
+            [field] = [field for field in modal.fields if field.id == "prompt"]
+            await alice.submit(modal, prompt=field.default + edit)
+            varied = await bot.latest_job()
+            await bot.result(varied.id)
+            assert varied.prompt == stored + edit
+        assert [body.get("prompt") for body in bodies(bot.sim, "/gen/v2/variation")] == [
+            None,
+            stored + " at night",
+        ], "unchanged: the parent's prompt (none sent); edited: sent with its braces"
+
+
 async def test_a_describe_pick_and_a_custom_zoom_put_the_saved_options_in(tmp_path: Path) -> None:
     async with harness(tmp_path) as bot:
         alice = bot.actor()
