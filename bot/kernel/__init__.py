@@ -94,6 +94,7 @@ from bot.kernel.events import (
     UserMessage,
 )
 from bot.kernel.expansion import (
+    MOST_EXPANDED,
     Expansion,
     Spliced,
     completions,
@@ -267,6 +268,7 @@ __all__ = [
     "MENU_ITEMS",
     "MIN_SPLIT_ROOM",
     "MODAL_ACTIONS",
+    "MOST_EXPANDED",
     "N_",
     "OUTAGE",
     "PDF_TYPE",

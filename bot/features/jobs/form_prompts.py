@@ -12,8 +12,8 @@ gets):
 2. checked as the option is (:func:`bot.kernel.validate_options`: control characters, nothing
    visible before its parameters);
 3. ``{a, b}`` choices expanded (:func:`bot.kernel.expansion`, an aspect ratio among them
-   refused): a form starts one job, so choices that make several prompts, and ``--repeat``, are
-   refused saying so (``/imagine`` runs several);
+   refused): a form starts one job, so choices that make several distinct prompts, and
+   ``--repeat`` above 1, are refused saying so (``/imagine`` runs several);
 4. its references read (:func:`bot.kernel.read_references`: weights, counts, ``#N``) and its
    parameters checked (:func:`~bot.features.jobs.input_checks.check_prompt`);
 5. screened by the moderation rules (the router screened what was typed and the prompts its
@@ -33,6 +33,7 @@ from typing import Protocol
 from bot.features.jobs.forms import PROMPT_FIELD
 from bot.features.jobs.input_checks import check_prompt
 from bot.kernel import (
+    MOST_EXPANDED,
     ButtonPress,
     CommandError,
     Event,
@@ -80,7 +81,7 @@ def _one_prompt(prompt: str) -> str:
     """``prompt``'s ``{…}`` choices read (:func:`bot.kernel.expansion`) into the one prompt a
     form starts."""
     rest, repeat = take_repeat(prompt)
-    if repeat is not None:
+    if repeat is not None and repeat > 1:
         raise CommandError(
             _(
                 "A form starts one job, so its prompt takes no --repeat: run {imagine} to "
@@ -90,6 +91,8 @@ def _one_prompt(prompt: str) -> str:
         )
     refuse_permuted_aspect(rest)
     count = permutation_count(rest)
+    if 1 < count <= MOST_EXPANDED:
+        count = len(expansion(rest, MOST_EXPANDED).prompts)
     if count > 1:
         raise CommandError(
             ngettext(

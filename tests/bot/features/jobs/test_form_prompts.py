@@ -53,12 +53,12 @@ async def test_a_remix_prompt_is_read_as_an_imagine_prompt(tmp_path: Path) -> No
 
         await alice.press(grid, "V1")
         _, modal = bot.platform.modals[-1]
-        await alice.submit(modal, prompt="a {blue} fox --neon")
+        await alice.submit(modal, prompt="a {blue, blue} fox --neon --repeat 1")
         varied = await bot.latest_job()
         await bot.result(varied.id)
         assert bodies(bot.sim, "/gen/v2/variation") == [
             {"origin_task_id": origin, "index": "1", "prompt": f"a blue fox {NEON}"}
-        ], "the saved option put in, the one choice read, no suffix: the prompt edited has it"
+        ], "the saved option put in, the one distinct choice read, --repeat 1 taken out, no suffix"
         assert varied.prompt == f"a blue fox {NEON}"
 
 
