@@ -48,7 +48,7 @@ NAME_RE = re.compile(r"[a-z][a-z0-9_-]{0,31}")
 _FLAG_RE = re.compile(r"(?<!\S)(?:--|—)([A-Za-z][\w\-]*)(?=\s|$)")
 _PIECE_RE = re.compile(r"(?<!\S)(?:--|—)[A-Za-z][\w\-]*(?=[\s=]|$)")
 _QUOTED_RE = re.compile(r"\"[^\"]*\"|“[^”]*”")
-_ASPECT_FLAG_RE = re.compile(r"(?<!\S)(?:--|—)(ar|aspect)(?=[\s=]|$)", re.IGNORECASE)
+_ASPECT_FLAG_RE = re.compile(r"(?<!\S)(?:--|—)(ar|aspect)(?=[\s=,{}]|$)", re.IGNORECASE)
 _LITERAL_RE = re.compile(r"[\\{}]")
 _REPEAT_RE = re.compile(r"(?<!\S)(?:--|—)(?:repeat|r)(?:\s+|=)(\S+)(?=\s|$)", re.IGNORECASE)
 

@@ -163,6 +163,9 @@ def test_a_stray_brace_is_named() -> None:
         ("a fox --ar={16:9,1:1}", "--ar"),
         ("a fox —aspect {2:3, 3:2}", "--aspect"),
         ("{a fox --ar 16:9, a cat}", "--ar"),
+        ("{a fox --ar, a cat} 16:9", "--ar"),
+        ("{a cat, a fox --AR} 16:9", "--ar"),
+        ("a fox --ar{16:9, 1:1}", "--ar"),
     ],
 )
 def test_an_aspect_ratio_among_the_choices_is_refused_saying_why(prompt: str, flag: str) -> None:
