@@ -299,7 +299,17 @@ class Batches:
             )
         lines.append(await self._budget_line(event, total, count))
         free = await self._free(event, count)
-        if free is not None and free < count:
+        if free == 0:
+            lines.append(
+                ngettext(
+                    "Your cap of jobs at once is reached: this job waits in the queue, starting "
+                    "when one of your jobs finishes.",
+                    "Your cap of jobs at once is reached: all {n} wait in the queue, each "
+                    "starting when one of your jobs finishes.",
+                    count,
+                )
+            )
+        elif free is not None and free < count:
             capped = ngettext(
                 "Your cap of jobs at once lets {n} start now.",
                 "Your cap of jobs at once lets {n} start now.",

@@ -99,6 +99,22 @@ async def test_run_pressed_on_two_processes_starts_the_previewed_jobs_once(
         ]
 
 
+async def test_the_preview_says_when_none_of_its_jobs_can_start_now(tmp_path: Path) -> None:
+    platform = PrivatePlatform()
+    options: dict[str, Any] = {"platform": platform, "limits": {"max_concurrent_jobs_per_user": 1}}
+    config = sim_config(time_scale=1.0, clock_start=1_700_000_000)
+    async with serve(config) as sim, running_genbot(sim, tmp_path / "db", **options) as bot:
+        alice = Actor(bot.core, platform, ALICE, CHANNEL)
+        await alice.command("imagine", "a fox")
+        await alice.command("imagine", "{a, b, c} owl")
+        [preview] = platform.privates
+        assert (
+            "Your cap of jobs at once is reached: all 3 wait in the queue, each starting "
+            "when one of your jobs finishes."
+        ) in preview.text, preview.text
+        assert "other" not in preview.text
+
+
 async def test_jobs_past_the_cap_wait_in_the_queue_and_start_after_a_restart(
     tmp_path: Path,
 ) -> None:
