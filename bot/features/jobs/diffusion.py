@@ -14,9 +14,10 @@ the provider's default 512×512, each side a multiple of :data:`SIDE_STEP` and a
 provider's maximum (1024).
 
 Upscale and Use as init send the provider the URL of the image they rework. The provider keeps
-its images for :data:`RETENTION_DAYS` days after processing, and genbot keeps no copy it could
-send instead, so on an older image both are refused up front (:meth:`DiffusionJobs._still_kept`),
-without a call.
+its images for :data:`~bot.features.jobs.retention.RETENTION_DAYS` days after processing, and
+genbot keeps no copy it could send instead, so on an older image both are refused up front
+(:mod:`bot.features.jobs.retention`), without a call; so is 🔄 of a job they started, whose body
+sends the same URL (its parameters keep when that image was processed).
 """
 
 from __future__ import annotations
@@ -46,6 +47,7 @@ from bot.features.jobs.forms import (
 )
 from bot.features.jobs.params import DiffusionParams, ImageParams, JobResult
 from bot.features.jobs.result_messages import NO_IMAGE_TYPES
+from bot.features.jobs.retention import check_job_kept, check_kept, processed_at
 from bot.features.jobs.starter import JobSpec, JobStarter
 from bot.kernel import (
     Attachment,
@@ -215,9 +217,11 @@ class DiffusionJobs:
         parent: Job | None = None,
         action: str | None = None,
         subject: str | None = None,
+        source: float | None = None,
     ) -> Job:
         """Start ``endpoint`` with ``body`` (validated first: nothing is stored on bad input);
-        ``subject``: what a job without a prompt works on (else its parent's subject)."""
+        ``subject``: what a job without a prompt works on (else its parent's subject);
+        ``source``: when the diffusion image ``body`` sends was processed, if it sends one."""
         call = DIFFUSION_ENDPOINTS[endpoint].prepare(
             self._diffusion, body, self._limits, self._clock
         )
@@ -225,7 +229,9 @@ class DiffusionJobs:
         prompt = str(sent.get("prompt") or "")
         if not prompt and subject is None and parent is not None:
             subject = wording.subject(parent)
-        params = DiffusionParams(endpoint=endpoint, body=sent, subject=subject)
+        params = DiffusionParams(
+            endpoint=endpoint, body=sent, subject=subject, source_processed_at=source
+        )
         spec = JobSpec("diffusion", endpoint, prompt, params, parent, action)
         return await self._starter.start(event, spec, call)
 
@@ -252,20 +258,30 @@ class DiffusionJobs:
         parent = referent.job
         image = self._output(parent)
         if event.action in ("diff_init", "diff_upscale"):
-            self._still_kept(parent)
+            check_job_kept(parent, self._clock())
         if event.action == "diff_init":
             modal = form_for(event.action, parent.id, parent.prompt)
             assert modal is not None
             await self._starter.outbox.write(event.place, OpenForm(event, modal), WritePolicy.NOW)
         elif event.action == "diff_reroll":
             stored = DiffusionParams.of(parent)
+            source = stored.source_processed_at
+            if source is not None:
+                check_kept(source, self._clock())
             endpoint = endpoint_named(stored.endpoint or parent.type)
             body = dict(stored.body)
             body.pop("seed", None)
-            await self.run(event, endpoint, body, parent=parent, action=event.action)
+            await self.run(event, endpoint, body, parent=parent, action=event.action, source=source)
         elif event.action == "diff_upscale":
             body = {"url": image}
-            await self.run(event, "upscale", body, parent=parent, action=event.action)
+            await self.run(
+                event,
+                "upscale",
+                body,
+                parent=parent,
+                action=event.action,
+                source=processed_at(parent),
+            )
         else:
             raise UserError(_("This button is no longer supported."))
 
@@ -293,7 +309,7 @@ class DiffusionJobs:
             raise UserError(_("This form is no longer supported."))
         parent = referent.job
         image = self._output(parent, any_family=True)
-        self._still_kept(parent)
+        check_job_kept(parent, self._clock())
         try:
             form = read_init(event.values)
         except CommandError as error:
@@ -312,23 +328,8 @@ class DiffusionJobs:
         if form.strength is not None:
             body["strength"] = form.strength
         key = f"{event.action}:{values_digest(form.prompt, form.strength)}"
-        await self.run(event, "img2img", body, parent=parent, action=key)
-
-    def _still_kept(self, parent: Job) -> None:
-        """Refuse to rework a diffusion image the provider no longer keeps: one processed
-        :data:`RETENTION_DAYS` days ago or more."""
-        if parent.family != "diffusion":
-            return
-        done = parent.finished_at if parent.finished_at is not None else parent.created_at
-        if self._clock() - done >= RETENTION_DAYS * 86400:
-            raise UserError(
-                _(
-                    "This image is more than {days} days old: the image service keeps its images "
-                    "only {days} days and genbot keeps no copy it could send instead. Make a new "
-                    "image first.",
-                    days=RETENTION_DAYS,
-                )
-            )
+        source = processed_at(parent) if parent.family == "diffusion" else None
+        await self.run(event, "img2img", body, parent=parent, action=key, source=source)
 
     @staticmethod
     def _output(parent: Job, *, any_family: bool = False) -> str:
@@ -341,9 +342,6 @@ class DiffusionJobs:
         return parent.result_urls[0]
 
 
-RETENTION_DAYS: Final = 7
-"""Days the provider keeps a diffusion output after processing (the documentation: "Generated
-images are kept for 7 days after processing")."""
 INIT_AREA: Final = 512 * 512
 """The area Use as init asks img2img for: the provider's default size's (512×512)."""
 SIDE_STEP: Final = 8

@@ -61,6 +61,7 @@ from bot.features.jobs.input_checks import check_attachment, check_prompt
 from bot.features.jobs.masks import build_mask
 from bot.features.jobs.params import BlendParams, DescribeParams, ImageParams, JobResult
 from bot.features.jobs.region_preview import RegionPreviews
+from bot.features.jobs.retention import check_job_kept
 from bot.features.jobs.starter import JobSpec, JobStarter, TaskCall
 from bot.kernel import (
     MODAL_ACTIONS,
@@ -508,9 +509,11 @@ class ImageJobs:
             await self.imagine(event, read.written({RESULT: image}), references=hosted)
 
     def _reference_image(self, parent: Job) -> str:
-        """The link of ``parent``'s image, once it is finished."""
+        """The link of ``parent``'s image, once it is finished, while its provider keeps it
+        (a diffusion image: :mod:`bot.features.jobs.retention`)."""
         if parent.status not in ("finished", "posting", "posted") or not parent.result_urls:
             raise UserError(_("That image is not finished yet; wait for its result."))
+        check_job_kept(parent, self._starter.store.admission.clock())
         return parent.result_urls[0]
 
     async def vary_region(self, event: Event, parent: Job, form: RegionInput, digest: str) -> None:

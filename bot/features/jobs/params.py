@@ -155,11 +155,15 @@ class BlendParams:
 class DiffusionParams:
     """A diffusion job: the endpoint called (``None`` in rows that predate it: the job's type
     then), the request body sent, as JSON, and what it works on when it has no prompt
-    (``subject``: the uploaded file's name, or the image it upscales), for display."""
+    (``subject``: the uploaded file's name, or the image it upscales), for display, and when
+    the diffusion image its body sends was processed (``source_processed_at``: Upscale or Use as
+    init of a diffusion image, and their 🔄), so 🔄 refuses it once the provider no longer keeps
+    it (:mod:`bot.features.jobs.retention`)."""
 
     endpoint: str | None = None
     body: Mapping[str, Any] = field(default_factory=dict)
     subject: str | None = None
+    source_processed_at: float | None = None
 
     @classmethod
     def from_json(cls, raw: Mapping[str, Any]) -> DiffusionParams:
@@ -169,6 +173,7 @@ class DiffusionParams:
             endpoint=_text(raw.get("endpoint")),
             body=dict(body) if isinstance(body, Mapping) else {},
             subject=_text(raw.get("subject")),
+            source_processed_at=_number(raw.get("source_processed_at")),
         )
 
     @classmethod
@@ -178,7 +183,14 @@ class DiffusionParams:
 
     def to_json(self) -> dict[str, Any]:
         """The stored shape."""
-        return _json({"endpoint": self.endpoint, "body": dict(self.body), "subject": self.subject})
+        return _json(
+            {
+                "endpoint": self.endpoint,
+                "body": dict(self.body),
+                "subject": self.subject,
+                "source_processed_at": self.source_processed_at,
+            }
+        )
 
 
 JobParams = ImageParams | DescribeParams | BlendParams | DiffusionParams
@@ -242,6 +254,12 @@ def _written_mode(prompt: str) -> str:
 
 def _int(value: object) -> int | None:
     return value if isinstance(value, int) and not isinstance(value, bool) else None
+
+
+def _number(value: object) -> float | None:
+    if isinstance(value, int | float) and not isinstance(value, bool):
+        return float(value)
+    return None
 
 
 def _strings(value: object) -> tuple[str, ...]:

@@ -209,6 +209,47 @@ async def test_upscale_and_use_as_init_refuse_an_image_older_than_the_providers_
         assert bodies(bot.sim, "/diff/upscale") == bodies(bot.sim, "/diff/img2img") == []
 
 
+async def test_use_as_reference_and_reroll_refuse_an_image_older_than_the_providers_7_days(
+    tmp_path: Path,
+) -> None:
+    # 🔄 of an Upscale or img2img sends its source image's URL again, however recent the job.
+    async with harness(tmp_path) as bot:
+        alice = bot.actor()
+        parent, result = await run_command(bot, alice, "diffusion.txt2img", prompt="a red fox")
+        await bot.settled(parent.id)
+        _, upscaled = await press(bot, alice, result, "Upscale")
+        await alice.press(result, "Use as init")
+        _, init_form = bot.platform.modals[-1]
+        await alice.submit(init_form, prompt="the fox in winter", strength="0.4")
+        reworked = await bot.result((await bot.latest_job()).id)
+        _, rerolled = await press(bot, alice, reworked, "🔄")
+        await alice.press(result, "Use as reference")
+        _, reference_form = bot.platform.modals[-1]
+        assert bot.platform.ephemerals_for("alice") == []
+        # A week passes for the first image, not for the jobs made from it.
+        week = 7 * 86400
+        await bot.store.jobs.update_job(parent.id, finished_at=bot.store.clock() - week)
+        jobs = await bot.all_jobs()
+        for job in jobs:
+            if (source := job.parameters.get("source_processed_at")) is not None:
+                aged = {**job.parameters, "source_processed_at": source - week}
+                await bot.store.jobs.update_job(job.id, parameters=aged)
+
+        await alice.press(result, "Use as reference")
+        await alice.submit(reference_form, prompt="a fox in the snow")
+        for message in (upscaled, reworked, rerolled):
+            await alice.press(message, "🔄")
+        refusal = (
+            "This image is more than 7 days old: the image service keeps its images only 7 days "
+            "and genbot keeps no copy it could send instead. Make a new image first."
+        )
+        assert bot.platform.ephemerals_for("alice") == [refusal] * 5
+        assert len(bot.platform.modals) == 2 and len(await bot.all_jobs()) == len(jobs)
+        assert bodies(bot.sim, "/gen/v2/imagine") == []
+        assert len(bodies(bot.sim, "/diff/upscale")) == 1
+        assert len(bodies(bot.sim, "/diff/img2img")) == 2
+
+
 async def test_use_as_init_form_comes_back_with_the_values_and_the_error(
     tmp_path: Path,
 ) -> None:
