@@ -230,9 +230,10 @@ MODES = ("relax", "mixed", "fast", "turbo")
 
 def asked_mode(job: Job | NewJob) -> str:
     """The process mode ``job`` (stored, or about to be) was asked to run in: its
-    ``process_mode``, else one written in the prompt (``--fast``), else relax (the mode it ran
-    in is its result's :attr:`JobResult.mode`; the mode the provider will run it in,
-    :func:`run_mode`). A diffusion job has none: its callers ask only about image tasks."""
+    ``process_mode``, else one written in the prompt (``--fast``), else relax (the mode the
+    provider will run it in: :func:`run_mode`; its result's :attr:`JobResult.mode` is the
+    account's setting, not the mode it ran in: docs/provider.md#mode-fallback). A diffusion
+    job has none: its callers ask only about image tasks."""
     params = params_of(job)
     mode = "" if isinstance(params, DiffusionParams) else params.process_mode or ""
     return mode if mode in MODES else _written_mode(job.prompt)
