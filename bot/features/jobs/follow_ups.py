@@ -300,8 +300,9 @@ def offered_follow_ups(job: Job, size: tuple[int, int] | None = None) -> list[st
 class ParentTask:
     """A family B job as the parent of a follow-up, read once: its provider task, the
     follow-ups it offers (:func:`offered_follow_ups`) and those the provider refused, and what
-    a follow-up inherits from it — its aspect ratio, the process mode it was asked for (the
-    provider's ``meta.process_mode`` is its account's setting, not the task's mode:
+    a follow-up inherits from it — its aspect ratio, the process mode it is shown with (the
+    one it was asked for, except relax when the provider's ``meta.process_mode``, its
+    account's setting, says relax, as :func:`bot.features.jobs.wording.speed` shows it:
     docs/provider.md#mode-fallback) and its model version (:func:`job_version`)."""
 
     task_id: str
@@ -323,7 +324,7 @@ def parent_task(job: Job) -> ParentTask | None:
         offered=tuple(offered_follow_ups(job)),
         refused=frozenset(result.refused_actions),
         aspect_ratio=params.aspect_ratio,
-        process_mode=params.process_mode,
+        process_mode="relax" if result.mode == "relax" else params.process_mode,
         model_version=_version(job, params),
     )
 

@@ -124,10 +124,12 @@ def test_a_parent_task_is_read_once_for_its_follow_up() -> None:
     assert origin is not None
     assert origin.task_id == "t1" and origin.offered == ("vary_region", "pan_left", "seed")
     assert origin.refused == {"pan_left"} and origin.aspect_ratio == "16:9"
-    assert origin.process_mode == "fast", "the mode asked, not the account's setting"
+    assert origin.process_mode == "relax", "shown relax: its account is set to relax"
     assert origin.model_version == "5.2"
     asked = parent_task(_job(prompt="a fox --v 5", parameters={"process_mode": "fast"}))
     assert asked is not None and asked.process_mode == "fast" and asked.model_version == "5"
+    turbo = _job(parameters={"process_mode": "turbo"}, result={"mode": "fast"})
+    assert (found := parent_task(turbo)) is not None and found.process_mode == "turbo"
     assert parent_task(_job(provider_id=None)) is None
     assert parent_task(_job(family="diffusion", type="txt2img")) is None
 

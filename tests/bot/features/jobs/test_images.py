@@ -415,7 +415,8 @@ async def test_a_task_shows_the_mode_asked_unless_its_account_is_set_to_relax(
         assert up_job.parameters["process_mode"] == "turbo"
         assert upscale.text == "**Upscaled #1** — a red fox (turbo)"
     # Mode rule 3: with its fast hours used up the account is set to relax and runs every job
-    # as relax: then "(relax)" is shown.
+    # as relax: then "(relax)" is shown, and its derivatives are relax (spec §4: they inherit
+    # the mode of the parent task), stored, estimated and admitted so.
     config = SimulatorConfig(time_scale=0.003, fast_hours=0)
     (tmp_path / "relax").mkdir()
     async with harness(tmp_path / "relax", sim_config=config) as bot:
@@ -425,7 +426,7 @@ async def test_a_task_shows_the_mode_asked_unless_its_account_is_set_to_relax(
         )
         assert grid.text == "**Imagined** — a red fox (relax)"
         up_job, upscale = await press(bot, alice, grid, "U1")
-        assert up_job.parameters["process_mode"] == "fast", "it inherits the mode asked"
+        assert up_job.parameters["process_mode"] == "relax", "it inherits the mode shown"
         assert upscale.text == "**Upscaled #1** — a red fox (relax)"
         _, described = await run_command(
             bot, alice, "describe", url="https://files.example.com/cat.png", process_mode="turbo"
