@@ -241,6 +241,9 @@ class Router:
         languages: Languages | None = None,
     ) -> None:
         self.outbox = outbox
+        self.stopping = False
+        """Whether the process is stopping (:meth:`stop_intake` was called): a handler cancelled
+        then is cut short by the drain, not by its deadline."""
         self.screen = screen
         self.expansion = expansion
         self.languages = languages
@@ -338,7 +341,9 @@ class Router:
         return intake
 
     def stop_intake(self) -> None:
-        """Every intake answers what arrives from now on "restarting" (see :meth:`Intake.stop`)."""
+        """Every intake answers what arrives from now on "restarting" (see :meth:`Intake.stop`);
+        the router is :attr:`stopping` from then on."""
+        self.stopping = True
         for intake in self._intakes:
             intake.stop()
 

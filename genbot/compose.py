@@ -476,6 +476,7 @@ def build_core(
         moderation=moderation,
         documents=document_limits(settings.chat),
         stops=stops,
+        stopping=lambda: router.stopping,
     )
     home = HomeFeature(
         HomeStorage(store.settings, store.ledger, store.history, store.message_links),

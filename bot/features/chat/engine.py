@@ -18,7 +18,7 @@ import asyncio
 import contextlib
 import logging
 import weakref
-from collections.abc import AsyncIterator, Mapping, Sequence
+from collections.abc import AsyncIterator, Callable, Mapping, Sequence
 from dataclasses import dataclass, replace
 from typing import Any, ClassVar, Protocol
 
@@ -124,13 +124,6 @@ ChatReferent = ConversationReferent | AlternativeReferent | TurnReferent
 answer to regenerate (🔁)."""
 
 
-def _cancelled() -> bool:
-    """Whether the running task is being cancelled (its process stopping): a user's turn it
-    leaves is settled by the process that outlives it (:mod:`bot.features.chat.interrupted`)."""
-    task = asyncio.current_task()
-    return task is not None and task.cancelling() > 0
-
-
 def _text(options: Mapping[str, OptionValue], name: str) -> str | None:
     value = options.get(name)
     return str(value).strip() or None if value is not None else None
@@ -212,8 +205,14 @@ class ChatEngine:
         moderation: Moderates | None = None,
         stops: StopRequests | None = None,
         documents: DocumentLimits | None = None,
+        stopping: Callable[[], bool] = lambda: False,
     ) -> None:
+        """``stopping``: whether the process is stopping (its router draining); a user's turn
+        whose answer a stop cuts short is left for the process that outlives it to settle
+        (:mod:`bot.features.chat.interrupted`), one cut short otherwise (the handler's
+        deadline) is marked done here."""
         self.store = store
+        self._stopping = stopping
         self.moderation = moderation
         self.caps = caps or ChatCaps()
         self.api = api
@@ -648,8 +647,8 @@ class ChatEngine:
                         return None
                 return await self.answerer.answer(target, user, params, history)
             finally:
-                if not _cancelled():
-                    await self._done_with(turn_id)
+                if not self._stopping():
+                    await asyncio.shield(self._done_with(turn_id))
 
     async def _done_with(self, turn_id: int) -> None:
         """The user's turn ``turn_id`` is no longer waiting for its answer (a failure to say

@@ -124,6 +124,7 @@ class ChatWorld:
             caps=ChatCaps(tiers=self.tiers, spent=store.ledger.spent),
             documents=self.documents,
             stops=self.stops,
+            stopping=lambda: self.core.stopping,
         )
         return self.engine
 

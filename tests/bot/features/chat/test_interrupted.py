@@ -174,6 +174,7 @@ async def unanswered(world: ChatWorld, platform: HeldPosts, text: str) -> None:
     asking = asyncio.create_task(world.actor().say(text))
     await asyncio.wait_for(platform.holding.wait(), 20)
     assert await settler(world).sweep() == 0, "this process still answers it"
+    world.core.stop_intake()
     asking.cancel()
     with contextlib.suppress(asyncio.CancelledError):
         await asking
@@ -216,6 +217,26 @@ async def test_a_message_whose_answer_never_began_is_noted_by_the_next_process(
             "role": "user",
             "content": "echo: never answered",
         }
+
+
+async def test_a_message_cut_short_by_its_deadline_is_not_noted_by_the_live_process(
+    tmp_path: Path,
+) -> None:
+    # The router's handler deadline cancels the handler too (task.cancelling()), but genbot
+    # goes on: the user was told it was too slow, and no "genbot stopped" note follows.
+    platform = HeldPosts()
+    async with chat_world(tmp_path, platform=platform) as world:
+        platform.hold = True
+        asking = asyncio.create_task(world.actor().say("echo: too slow"))
+        await asyncio.wait_for(platform.holding.wait(), 20)
+        asking.cancel()
+        with contextlib.suppress(asyncio.CancelledError):
+            await asking
+        platform.hold = False
+        assert await settler(world).sweep() == 0
+        assert world.posted_in(DM) == []
+        turns = await world.store.conversations.conversation_tail(1, max_tokens=10**9)
+        assert [(t.role, t.state) for t in turns] == [("user", None)]
 
 
 async def test_an_unanswered_message_followed_by_a_newer_one_gets_no_note(tmp_path: Path) -> None:
