@@ -4,7 +4,8 @@ The provider limits chat requests per minute and per day without saying how many
 (docs/provider.md#rate-limits). genbot therefore
 
 - honours every 429: it waits for ``Retry-After`` (seconds or an HTTP date; exponential backoff
-  with jitter when absent) and tries again, as long as the whole wait stays within
+  with jitter when absent, and at least half the backoff from the second 429 of a call on) and
+  tries again, as long as the whole wait stays within
   :attr:`RateLimitPolicy.max_wait` — safe for creations too, since a 429 created nothing, and for
   a chat stream before its first token; past the bound it raises :class:`ProviderRateLimited`;
 - optionally paces chat itself (``[api] chat_requests_per_minute`` / ``chat_requests_per_day``,
@@ -114,10 +115,12 @@ class RateLimitWaits:
         self.count = 0
 
     def delay(self, error: ProviderRateLimited) -> float:
-        """How long to wait before the next try."""
-        if error.retry_after is not None:
-            return error.retry_after
+        """How long to wait before the next try: ``Retry-After`` as given the first time;
+        after that, at least half the backoff's ceiling, so a provider answering every try
+        with ``Retry-After: 0`` is not asked again at once until the bound."""
         ceiling = min(self.policy.max_backoff, self.policy.base_backoff * 2**self.count)
+        if error.retry_after is not None:
+            return error.retry_after if self.count == 0 else max(error.retry_after, ceiling / 2)
         return self._rng.uniform(ceiling / 2, ceiling)
 
     async def wait(self, error: ProviderRateLimited) -> float:

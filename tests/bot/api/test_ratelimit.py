@@ -113,6 +113,21 @@ async def test_a_creation_429_is_retried_and_creates_one_task(retry_after: str |
         assert all(w.seconds is not None and w.seconds <= 2.0 for w in waits)
 
 
+async def test_a_retry_after_of_zero_on_every_429_is_backed_off_from_the_second() -> None:
+    """It was taken as given each time: a provider answering ``Retry-After: 0`` to every try
+    was asked again at once, as fast as it answered, until the bound."""
+    async with serve(sim_config()) as sim, faulty_proxy(sim.base_url) as proxy:
+        proxy.retry_after = "0"
+        proxy.faults["/gen/v2/imagine"] = ["rate_limited"] * 3
+        async with ProviderClient(
+            settings_for(proxy.base_url), retry=FAST_RETRY, rate_limits=QUICK
+        ) as api:
+            waits: list[Wait] = []
+            with observe_waits(waits.append):
+                await api.tasks.imagine(ImagineRequest(prompt="a fox"))
+        assert waits == [Wait(0, 0.0), Wait(0, 0.05), Wait(0, 0.1)]
+
+
 async def test_the_pacer_serves_in_order_and_reports_positions() -> None:
     pacer = RequestPacer(per_minute=1, minute=0.3)
     order: list[str] = []
