@@ -9,7 +9,7 @@ handler has run, so a command accepted just before the process died is handled a
 restart instead of being lost.
 Each channel keeps its latest ``max_messages_per_channel`` messages, as in memory.
 
-The notices of the messages other processes save arrive through
+The notices of the messages other processes save, and of the users they forget, arrive through
 :meth:`PlaygroundJournal.updates`. A playground history file of an earlier genbot
 (``genbot.playground.db`` beside a SQLite database) is imported once, then renamed
 ``….imported``.
@@ -25,6 +25,7 @@ from dataclasses import dataclass, fields
 from pathlib import Path
 from typing import Any
 
+from adapters.web.forgotten import Forgotten
 from adapters.web.messages import StoredFile, WebMessage
 from adapters.web.notice import Notice
 from adapters.web.platform import DM_PREFIX
@@ -151,8 +152,10 @@ class PlaygroundJournal:
         return await self._history.about_user(user_id, channel)
 
     async def forget_user(self, user_id: str, channel: str) -> tuple[list[str], list[str]]:
-        """Delete what :meth:`about_user` finds; what it found."""
-        return await self._history.forget_user(user_id, channel)
+        """Delete what :meth:`about_user` finds; what it found. The other processes are told
+        (:class:`~adapters.web.forgotten.Forgotten`) with the deletion."""
+        told = Forgotten(user_id).text()
+        return await self._history.forget_user(user_id, channel, notice=told)
 
     async def claim_pending(self, accepted_before: float) -> list[str]:
         """The commands this process is to handle now (see
@@ -201,12 +204,12 @@ class PlaygroundJournal:
             if m is not None
         ]
 
-    async def updates(self) -> AsyncIterator[Notice | None]:
+    async def updates(self) -> AsyncIterator[Notice | Forgotten | None]:
         """None once following has started, then the notices of the messages other processes
-        save, as they come (see
+        save and of the users they forget, as they come (see
         :meth:`~adapters.web.ports.PlaygroundHistory.playground_updates`)."""
         async for update in self._history.playground_updates():
-            yield None if update is None else Notice.read(*update)
+            yield None if update is None else Forgotten.read(*update) or Notice.read(*update)
 
     async def import_file(self, path: Path) -> int:
         """Bring an earlier genbot's history file into the storage (once: the file is renamed

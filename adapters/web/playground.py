@@ -8,9 +8,10 @@ is read as far as this process shows it, channel by channel: a message they save
 browser here watches (:meth:`Playground.watch`), or one this process holds, is read and shown
 here too; of any other, only its notice is read (:class:`adapters.web.notice.Notice`: its
 channel is listed, and marked unread when it is news). A message not held is read when it is
-asked for, and the first browser to watch a channel catches up on what it skipped there. The
-core writes here through :class:`adapters.web.surface.WebSurface`; users through the routes
-(:mod:`adapters.web.handlers`).
+asked for, and the first browser to watch a channel catches up on what it skipped there. A user
+another process forgets (``/forget-me``: :class:`adapters.web.forgotten.Forgotten`) is dropped
+from what this one holds too. The core writes here through
+:class:`adapters.web.surface.WebSurface`; users through the routes (:mod:`adapters.web.handlers`).
 """
 
 from __future__ import annotations
@@ -27,6 +28,7 @@ from pathlib import Path
 from typing import Any
 
 from adapters.web.arrivals import together
+from adapters.web.forgotten import Forgotten
 from adapters.web.hub import EventHub
 from adapters.web.journal import PlaygroundJournal
 from adapters.web.messages import MessageStore, StoredFile, WebMessage
@@ -230,7 +232,8 @@ class Playground:
     async def _follow(self, journal: PlaygroundJournal, state: _Following) -> None:
         """Show the messages other processes save (until :meth:`close`): those in the channels
         browsers here watch (:meth:`watch`) and those this process holds (of any other, only
-        the notice is read: :meth:`_show_saved_elsewhere`). After following (re)starts once
+        the notice is read: :meth:`_show_saved_elsewhere`); drop what this process holds of
+        the users they forget (:meth:`_forgotten_elsewhere`). After following (re)starts once
         the history was read, read it again for what was saved meanwhile. The notices that
         came while the previous ones were being shown are read together. Whatever fails
         (the feed, a read, a bug) stops following only until it starts again, after a pause
@@ -247,10 +250,10 @@ class Playground:
                                 await state.restored.wait()
                                 await self._catch_up(journal)
                                 self._caught_up = True
-                        saved = [update for update in arrived if update is not None]
-                        if saved:
+                        told = [update for update in arrived if update is not None]
+                        if told:
                             await state.restored.wait()
-                            await self._show_saved_elsewhere(journal, saved)
+                            await self._follow_told(journal, told)
                         failures = 0
                 return
             except Exception as error:
@@ -261,6 +264,35 @@ class Playground:
                 else:
                     log.exception("following the playground's history failed; following again")
             await asyncio.sleep(backoff(failures, most=FOLLOW_RETRY_SECONDS))
+
+    async def _follow_told(
+        self, journal: PlaygroundJournal, told: list[Notice | Forgotten]
+    ) -> None:
+        """Act on what other processes told, in its order: the saves between two forgets
+        together (:meth:`_show_saved_elsewhere`), each forget as it comes
+        (:meth:`_forgotten_elsewhere`: a save told before it is read after it, so it is not
+        shown when the forget deleted it; one told after it is shown)."""
+        saves: list[Notice] = []
+        for update in told:
+            if isinstance(update, Notice):
+                saves.append(update)
+                continue
+            if saves:
+                await self._show_saved_elsewhere(journal, saves)
+                saves = []
+            self._forgotten_elsewhere(update.user_id)
+        if saves:
+            await self._show_saved_elsewhere(journal, saves)
+
+    def _forgotten_elsewhere(self, user_id: str) -> None:
+        """Another process forgot ``user_id`` (``/forget-me``): the history no longer holds the
+        messages about them, so this process drops those it holds (from the browsers showing
+        them too) with the images only they showed, and the files it holds for them (uploads
+        not sent yet, exports to download), as the forgetting process did."""
+        gone = {message.id for message in self.store.about(user_id, dm_channel(user_id))}
+        self.uploads.forget(user_id)
+        self.downloads.forget(user_id)
+        self._drop(gone)
 
     async def _show_saved_elsewhere(
         self, journal: PlaygroundJournal, notices: list[Notice]
@@ -683,17 +715,24 @@ class Playground:
         """Delete the messages naming ``user_id`` (theirs, answers to them, those only they
         see) and their DM, with the images only they show, from the storage first, then from
         memory and the browsers showing them, and the files held for them (uploads not sent
-        yet, exports to download); how many of each (:meth:`kept_about`'s kinds)."""
+        yet, exports to download); how many of each (:meth:`kept_about`'s kinds). The other
+        processes sharing the storage are told with its deletion and do the same with what
+        they hold (:meth:`_forgotten_elsewhere`)."""
         gone, images = await self._about(user_id, forget=True)
         files = self.uploads.forget(user_id) + self.downloads.forget(user_id)
-        for message_id in gone:
+        self._drop(gone)
+        return {KEPT_MESSAGES: len(gone), KEPT_IMAGES: len(images), KEPT_FILES: files}
+
+    def _drop(self, message_ids: Collection[str]) -> None:
+        """Forget the messages ``message_ids`` held here (with the images only they showed),
+        deleted from the browsers showing them; a channel left empty is let go."""
+        for message_id in message_ids:
             message = self.store.remove(message_id)
             if message is not None:
                 erased = replace(message, deleted=True, text="", buttons=(), images=[])
                 self._show("delete", erased, images_before=0)
                 if not self.store.holds(message.channel):
                     self._let_go(message.channel)
-        return {KEPT_MESSAGES: len(gone), KEPT_IMAGES: len(images), KEPT_FILES: files}
 
     async def _about(self, user_id: str, *, forget: bool) -> tuple[set[str], set[str]]:
         """The ids of the messages about ``user_id`` and the keys of the images only they show,

@@ -120,9 +120,12 @@ class PlaygroundHistory(Protocol):
         """The messages naming ``user_id``, those of ``channel`` (their DM) and the answers to
         either: their ids, and the keys of the images only they show."""
 
-    async def forget_user(self, user_id: str, channel: str) -> tuple[list[str], list[str]]:
+    async def forget_user(
+        self, user_id: str, channel: str, *, notice: str = ""
+    ) -> tuple[list[str], list[str]]:
         """Delete the messages of :meth:`about_user`, then the images no message shows any
-        more; what :meth:`about_user` found."""
+        more; what :meth:`about_user` found. The other processes are told ``user_id`` and
+        ``notice`` with it (:meth:`playground_updates`)."""
 
     async def playground_message(
         self, message_id: str, *, with_images: bool = True
@@ -147,7 +150,8 @@ class PlaygroundHistory(Protocol):
 
     def playground_updates(self) -> AsyncIterator[tuple[str, str] | None]:
         """None once following has started, then, for each message another process saves, its
-        id and the :attr:`MessageToSave.notice` it was saved with (as it was: the playground's
+        id and the :attr:`MessageToSave.notice` it was saved with, and for each user it forgets
+        (:meth:`forget_user`), their id and that notice (each as it was: the playground's
         own text, which a process reads instead of the message when it does not show it; it
         travels in a PostgreSQL ``NOTIFY``, packed with the other saves of its batch, so it is
         one line and stays short: with the process's and message's ids, one alone stays under

@@ -291,9 +291,14 @@ class PlaygroundHistory:
         only they show — what :meth:`forget_user` deletes."""
         return await _about_user(self.db, user_id, channel)
 
-    async def forget_user(self, user_id: str, channel: str) -> tuple[list[str], list[str]]:
+    async def forget_user(
+        self, user_id: str, channel: str, *, notice: str = ""
+    ) -> tuple[list[str], list[str]]:
         """Delete the messages of :meth:`about_user`, then the images no message shows any
-        more; what :meth:`about_user` found, in the same transaction."""
+        more; what :meth:`about_user` found, in the same transaction. Where processes share
+        the database, the others are told with it (at its commit, whatever it found: they may
+        hold more of the user than the history does), as of a save: ``user_id`` where a save
+        tells the message's id, and ``notice`` (:meth:`playground_updates`)."""
 
         async def work(tx: Session) -> tuple[list[str], list[str]]:
             about = await _about_user(tx, user_id, channel)
@@ -304,6 +309,10 @@ class PlaygroundHistory:
                     await tx.execute(SQL_FORGET_USER.format(marks(len(chunk))), chunk)
                 in_use = tx.dialect.json_elements("playground_messages", "image_keys")
                 await tx.execute(SQL_SWEEP_IMAGES.format(in_use))
+            notify = tx.dialect.notify_each
+            if notify is not None:
+                told = packed(self.owner.process_id, [(user_id, notice)])
+                await tx.execute(notify, (CHANNEL, told))
             return about
 
         return await self.db.transaction(work, repeatable=True)
@@ -408,7 +417,8 @@ class PlaygroundHistory:
 
     async def playground_updates(self) -> AsyncIterator[tuple[str, str] | None]:
         """None once following has started, then the id and the ``notice`` of each message
-        other processes save, in the order they were saved (only the None where the database
+        other processes save, and the user's id and the ``notice`` of each user they forget
+        (:meth:`forget_user`), in the order they were saved (only the None where the database
         has one process): a payload (:func:`packed`) of this process's own is dropped on its
         origin alone, the others are split into their saves."""
         async for payload in self.db.listen(CHANNEL):

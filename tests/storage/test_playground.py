@@ -753,3 +753,29 @@ async def test_an_image_another_users_message_shows_too_is_not_counted_as_the_us
     assert about[1] == ["mine"], "o1 (no reply_to) shows 'shared' too"
     assert await store.playground.forget_user(user, "dm-ann") == about
     assert await store.playground.playground_image("shared") is not None
+
+
+async def test_a_forget_tells_the_other_processes_with_its_deletion(
+    store: Store, other_store: Store
+) -> None:
+    """Told in the deleting transaction, in the order of the saves around it, whether or not
+    the history held anything of the user (another process may hold more of them)."""
+    user = "web-ann00000000000000000000"
+    updates = aiter(other_store.playground.playground_updates())
+    assert await anext(updates) is None
+    await store.playground.save_playground_message(made("m1", "lab", 1.0, author=user), [], keep=10)
+
+    forgot = await store.playground.forget_user(user, "dm-ann", notice='{"k":"forgotten"}')
+    await store.playground.forget_user("web-bob", "dm-bob", notice='{"k":"forgotten"}')
+    await store.playground.save_playground_message(message("m2"), [], keep=10)
+
+    assert forgot == (["m1"], [])
+    if not isinstance(store, PostgresStore):
+        return
+    heard = [await asyncio.wait_for(anext(updates), 10) for _ in range(4)]
+    assert heard == [
+        ("m1", ""),
+        (user, '{"k":"forgotten"}'),
+        ("web-bob", '{"k":"forgotten"}'),
+        ("m2", ""),
+    ]

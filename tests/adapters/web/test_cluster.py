@@ -22,7 +22,8 @@ from yarl import URL
 from adapters.web import WebAdapter, handlers, playground
 from adapters.web.access import SESSION_COOKIE
 from adapters.web.hub import MAX_STREAMS_PER_USER
-from adapters.web.messages import BOT_AUTHOR, WebMessage
+from adapters.web.messages import BOT_AUTHOR, StoredFile, WebMessage
+from adapters.web.platform import WebContext
 from adapters.web.settings import WebSettings
 from bot.kernel import (
     Button,
@@ -1379,3 +1380,44 @@ async def test_a_message_read_when_it_is_asked_for_is_not_marked_unread_again(
 
             after = await later.until(lambda d: d["type"] == "post", ACROSS_PROCESSES)
             assert [e.data["type"] for e in after] == ["post"], [e.data for e in after]
+
+
+async def test_a_user_forgotten_on_one_process_is_dropped_by_every_other(
+    postgres: PostgresCluster,
+) -> None:
+    """``/forget-me`` handled on one process deletes the user's messages from the history; the
+    others drop what they hold of them too (told with the deletion): their messages, genbot's
+    private answers to them, the images only those showed and the export they had still to
+    download, deleted from the browsers showing them there. Another user's message stays."""
+    url = postgres.create_schema()
+    ann = User("web-ann000000000", "Ann")
+    async with process(url) as first, process(url) as second, watching(second) as stream:
+        fox = StoredFile("fox.png", png(), "image/png")
+        mine = await first.playground.post_user_message(ann, PLACE, "a fox by Ann", [fox])
+        await first.surface.send(PLACE, OutMessage("a hare"))
+        await eventually(lambda: texts(second) == ["a fox by Ann", "a hare"], ACROSS_PROCESSES)
+        key = mine.images[0]["key"]
+        assert await second.playground.image_file(key) is not None
+        asked = await second.playground.post_user_message(
+            ann, PLACE, "/jobs export", [], command="jobs.export"
+        )
+        export = Command(user=ann, place=PLACE, name="jobs.export", context=WebContext(asked.id))
+        await second.surface.send_file_privately(export, "Your jobs", "jobs.zip", b"PK")
+        [answer] = [
+            m for m in second.playground.store.history("general", ann.id) if m.kind == "ephemeral"
+        ]
+        assert second.playground.downloads.owned_by(ann.id) == 1
+
+        await first.surface.forget_user(ann.id)
+
+        await eventually(lambda: texts(second) == ["a hare"], ACROSS_PROCESSES)
+        for message in (mine, asked, answer):
+            assert second.playground.store.get(message.id) is None
+        assert second.playground.store.image(key) is None
+        assert await second.playground.image_file(key) is None
+        assert second.playground.downloads.owned_by(ann.id) == 0
+        seen = await stream.until(lambda d: d["type"] == "delete", ACROSS_PROCESSES)
+        assert [e.data["message"]["id"] for e in seen if e.data["type"] == "delete"] == [mine.id]
+        async with browser_on(second) as page:
+            assert [m["text"] for m in (await history(page))["messages"]] == ["a hare"]
+
