@@ -32,7 +32,7 @@ from bot.features.jobs.described_prompts import (
 )
 from bot.features.jobs.follow_up_calls import values_digest
 from bot.features.jobs.form_prompts import FormPrompts, read_form_prompt
-from bot.features.jobs.forms import PROMPT_FIELD, pick_form
+from bot.features.jobs.forms import PROMPT_FIELD, form_for
 from bot.features.jobs.params import DescribeParams, JobResult
 from bot.features.jobs.starter import JobSpec, JobStarter, TaskCall
 from bot.kernel import (
@@ -40,6 +40,7 @@ from bot.kernel import (
     Command,
     CommandError,
     FormError,
+    Modal,
     ModalSubmit,
     OptionValue,
     UserError,
@@ -97,7 +98,7 @@ class DescribeButtons:
                 await self._described.screened(event, prompt)
                 await self._described.start(event, parent, prompt, event.action)
                 return
-            form = OpenForm(event, pick_form(event.action, parent.id, prompt))
+            form = OpenForm(event, self._pick_form(event.action, parent.id, prompt))
             await self._starter.outbox.write(event.place, form, WritePolicy.NOW)
 
     def check_modal(self, event: ModalSubmit) -> None:
@@ -112,17 +113,29 @@ class DescribeButtons:
         """Imagine the edited prompt, read as ``/imagine``'s is (:class:`FormPrompts`: the
         user's saved options and suffix put in); the form comes back when it is refused."""
         parent = referent.job
-        self._number(event.action, self._prompts(parent))
+        prompts = self._prompts(parent)
+        described_prompt = prompts[self._number(event.action, prompts) - 1]
         prompt = event.values.get(PROMPT_FIELD, "").strip()
         try:
             self.check_modal(event)
             read = await self._form_prompts.read(event, prompt, new=True)
         except CommandError as error:
-            again = pick_form(event.action, parent.id, prompt)
+            values = {**event.values, PROMPT_FIELD: prompt}
+            again = self._pick_form(event.action, parent.id, described_prompt, values)
             await self._starter.reopen(event, again, error)
             return
         key = f"{event.action}:{values_digest(prompt)}"
         await self._described.start(event, parent, read, key)
+
+    @staticmethod
+    def _pick_form(
+        action: str, ref: str, prompt: str, values: Mapping[str, str] | None = None
+    ) -> Modal:
+        """The pick's form: the described ``prompt`` shown as the form reads it back
+        (:func:`form_for`, as every editor of a prompt genbot did not take from the user)."""
+        form = form_for(action, ref, prompt, values=values)
+        assert form is not None
+        return form
 
     @staticmethod
     def _prompts(parent: Job) -> list[str]:

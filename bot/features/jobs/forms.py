@@ -246,9 +246,10 @@ def read_reference(values: Mapping[str, str]) -> ReferenceInput:
     raise FormError(ROLE_FIELD, _("Use the image as one of: {names}.", names=names))
 
 
-def pick_form(action: str, ref: str, prompt: str) -> Modal:
+def pick_form(action: str, ref: str, prompt: str, values: Mapping[str, str] | None = None) -> Modal:
     """A describe pick (``describe_pickN``): its prompt, to edit before it is imagined."""
-    field = ModalField(PROMPT_FIELD, _("Prompt"), "", prompt[:PROMPT_MAX], True, PROMPT_MAX, True)
+    text = _value(values, PROMPT_FIELD, prompt)[:PROMPT_MAX]
+    field = ModalField(PROMPT_FIELD, _("Prompt"), "", text, True, PROMPT_MAX, True)
     return Modal(_("Imagine prompt {number}", number=action[-1]), action, ref, (field,))
 
 
@@ -273,8 +274,11 @@ def form_for(
     values: Mapping[str, str] | None = None,
 ) -> Modal | None:
     """The editor ``action`` opens (again, with ``values``: see :func:`refused_form`), or
-    ``None``. ``prompt`` is a job's stored prompt: the editors that read ``{…}`` choices (Custom
-    Zoom, Vary (Region), Remix) show it with its braces escaped, so that it runs as it is."""
+    ``None``. ``prompt`` is a job's stored prompt, or the described prompt a describe pick
+    imagines: the editors whose prompt is read as ``/imagine``'s, ``{…}`` choices and all
+    (:mod:`bot.features.jobs.form_prompts`: Custom Zoom, Vary (Region), Remix, a describe pick)
+    show it with its ``\\``, ``{`` and ``}`` escaped (:func:`bot.kernel.written_literally`), so
+    that it runs as it is; Use as init sends its prompt as typed, so shows it unchanged."""
     if action == "outpaint_custom":
         return zoom_form(ref, written_literally(prompt), values)
     if action == "vary_region":
@@ -284,7 +288,7 @@ def form_for(
     if action == "diff_init":
         return init_form(ref, prompt, values)
     if action.startswith("describe_pick"):
-        return pick_form(action, ref, _value(values, PROMPT_FIELD, prompt))
+        return pick_form(action, ref, written_literally(prompt), values)
     if action in REMIX_ACTIONS:
         return remix_form(action, ref, written_literally(prompt), values)
     return None

@@ -71,6 +71,33 @@ async def test_describe_posts_four_prompts_whose_buttons_imagine_them(
         assert at_once.prompt == prompts[2] and len(bot.platform.modals) == 2
 
 
+async def test_a_picked_prompt_runs_from_its_form_as_the_provider_wrote_it(
+    tmp_path: Path,
+) -> None:
+    async with harness(tmp_path) as bot:
+        alice = bot.actor()
+        job, described = await run_command(
+            bot, alice, "describe", url="https://files.example.com/cat.png"
+        )
+        await bot.settled(job.id)
+        written = "a sign reading {OPEN, CLOSED}, {neon} glow, a \\ slash --ar 3:2 --v 6"
+        await bot.store.jobs.change_job_result(
+            job.id, lambda result: {**result, "prompts": [written, *result["prompts"][1:]]}
+        )
+        for edit in ("", " at night"):
+            before = len(bodies(bot.sim, "/gen/v2/imagine"))
+            await alice.press(described, "1")
+            _, form = bot.platform.modals[-1]
+            [field] = form.fields
+            await alice.submit(form, prompt=field.default + edit)
+            assert bot.platform.modals[-1][1] is form, "not refused: the form came back"
+            picked = await bot.latest_job()
+            await bot.result(picked.id)
+            assert picked.type == "imagine" and picked.prompt == written + edit
+            sent = bodies(bot.sim, "/gen/v2/imagine")[before:]
+            assert [body["prompt"] for body in sent] == [written + edit], "one job, as written"
+
+
 async def test_describe_shows_the_image_and_redescribes(tmp_path: Path) -> None:
     async with harness(tmp_path, sim_config=MANUAL) as bot:
         alice = bot.actor()
