@@ -123,7 +123,8 @@ class Work(StrEnum):
     form that leads only to one) is refused to a banned user; a ``resubmit`` press is paid and
     sends a stored text again — its job's prompt (🔄, variations, zooms, pans) or the message
     an answer answered (🔁) — so that text is also checked against the rules in force, as if
-    typed (:meth:`Refs.resubmitted`)."""
+    typed (:meth:`Refs.resubmitted`), unless the press opens a form to edit it first (Remix:
+    :class:`bot.router.OpensForms`), whose submission is checked."""
 
     FREE = "free"
     PAID = "paid"

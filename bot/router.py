@@ -19,7 +19,8 @@ owner (the one ownership check, :mod:`bot.refs`) before the feature sees it. A c
 options and a form's values then pass the router's :class:`Screen` (moderation), if it has one,
 and so does a press that starts work (its feature's :attr:`Feature.work`): a paid one with no
 values (a banned user is refused), one that sends its job's stored prompt again with that prompt
-(checked as if typed).
+(checked as if typed) — unless the press opens a form to edit it first (Remix,
+:class:`OpensForms`): then what the form sends is checked as it is submitted.
 
 **The boundary.** :meth:`Router.handle` turns every failure into one answer to the user
 (ephemeral where the platform allows it): a :class:`UserError`, :class:`CommandError` or refused
@@ -155,6 +156,17 @@ class ChecksForms(Protocol):
     def check_modal(self, event: ModalSubmit) -> None:
         """Raise :class:`~bot.kernel.FormError` (or :class:`CommandError`) for a refused
         value."""
+        ...
+
+
+@runtime_checkable
+class OpensForms(Protocol):
+    """A feature some of whose resubmitting presses open a form instead, depending on the
+    presser (Remix: :class:`bot.features.jobs.images.ImageJobs`): such a press sends nothing
+    yet, so it is screened as a paid one, and the form's values as they are submitted."""
+
+    async def opens_form(self, event: ButtonPress, referent: Any) -> bool:
+        """Whether ``event`` opens a form rather than sending its stored text again."""
         ...
 
 
@@ -444,7 +456,7 @@ class Router:
             await feature.on_command(event, options)
         elif isinstance(event, ButtonPress):
             feature, referent = await self._resolve(event)
-            await self._screen_press(event, referent)
+            await self._screen_press(event, feature, referent)
             await feature.on_button(event, referent)
         elif isinstance(event, ModalSubmit):
             feature, referent = await self._resolve(event)
@@ -469,15 +481,22 @@ class Router:
         assert self.refs is not None
         return feature, await self.refs.resolve(event, kind)
 
-    async def _screen_press(self, event: ButtonPress, referent: Referent) -> None:
+    async def _screen_press(
+        self, event: ButtonPress, feature: Feature[Any], referent: Referent
+    ) -> None:
         """Screen a press that starts work (see :class:`bot.refs.Work`): a resubmitting one
-        with the stored text it sends again, as typing it would be."""
+        with the stored text it sends again, as typing it would be — unless it opens a form
+        for that text instead (:class:`OpensForms`), whose submission is screened."""
         work = self._work[event.action]
         if self.screen is None or work is Work.FREE:
             return
         values: dict[str, OptionValue] = {}
         if work is Work.RESUBMIT and self.refs is not None:
-            values = await self.refs.resubmitted(referent)
+            opens_form = isinstance(feature, OpensForms) and await feature.opens_form(
+                event, referent
+            )
+            if not opens_form:
+                values = await self.refs.resubmitted(referent)
         await self.screen.screen(event, values)
 
     def _options(self, event: Command) -> dict[str, OptionValue]:

@@ -396,7 +396,7 @@ class ImageJobs:
             return
         base = action.removeprefix(REMIX_PREFIX)
         if REMIX_PREFIX + base in REMIX_ACTIONS:
-            action = REMIX_PREFIX + base if await self._remix(event) else base
+            action = REMIX_PREFIX + base if await self.opens_form(event, referent) else base
         if action in MODAL_ACTIONS:
             self._check_origin(parent, base)
             image = parent.result_urls[0] if parent.result_urls else ""
@@ -410,6 +410,13 @@ class ImageJobs:
         origin = self._check_origin(parent, action)
         given = FollowUpInput(origin.task_id, origin.aspect_ratio)
         await self._derive(event, parent, origin, follow_up, given, action)
+
+    async def opens_form(self, event: ButtonPress, referent: JobReferent) -> bool:
+        """Whether ``event`` opens the Remix form: a follow-up that takes a prompt, pressed by a
+        user with Remix on (the router then screens the prompt the form sends, as it is
+        submitted, not the image's stored one: it may be edited out of what a rule refuses)."""
+        base = event.action.removeprefix(REMIX_PREFIX)
+        return REMIX_PREFIX + base in REMIX_ACTIONS and await self._remix(event)
 
     def check_modal(self, event: ModalSubmit) -> None:
         """A Custom Zoom, Vary (Region) or Remix form's own checks (see :func:`read_form`)."""

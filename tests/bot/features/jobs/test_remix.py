@@ -4,8 +4,10 @@ from __future__ import annotations
 
 from pathlib import Path
 
+from storage import ModerationRule
 from tests.bot.features.jobs.support import bodies, press, run_command
 from tests.bot.harness import harness
+from tests.bot.test_router import moderated
 
 
 async def test_remix_forms_change_the_prompt_of_follow_ups(tmp_path: Path) -> None:
@@ -88,3 +90,86 @@ async def test_remix_is_the_pressers_setting_when_they_press(tmp_path: Path) -> 
         await bot.store.settings.set_scope_settings("user", "fake", "alice", remix=False)
         job, _ = await press(bot, alice, remixed, "V1")
         assert job.type == "variation" and len(bot.platform.modals) == 2, "no form: Remix is off"
+
+
+async def test_remix_opens_its_form_for_a_prompt_a_rule_refuses_and_screens_what_is_sent(
+    tmp_path: Path,
+) -> None:
+    async with harness(tmp_path, screen=moderated) as bot:
+        await bot.store.settings.set_scope_settings("user", "fake", "alice", remix=True)
+        alice = bot.actor("alice")
+        fox, grid = await run_command(bot, alice, "imagine", prompt="a gory fox")
+        await bot.store.moderation.add_rule("fake", "w1", ModerationRule("gore", "gory"), "root")
+        assert grid.button("🔄").action == "remix_reroll"
+
+        await alice.press(grid, "🔄")
+        _, modal = bot.platform.modals[-1]
+        assert (modal.action, modal.ref) == ("remix_reroll", fox.id), "the form, to edit it"
+        assert bot.platform.ephemerals_for("alice") == []
+        assert await bot.store.moderation.banned_until("fake", "alice") is None
+        await alice.submit(modal, prompt="a calm fox")
+        rerolled = await bot.latest_job()
+        await bot.result(rerolled.id)
+        assert [body.get("prompt") for body in bodies(bot.sim, "/gen/v2/reroll")] == ["a calm fox"]
+
+        await alice.press(grid, "🔄")
+        _, again = bot.platform.modals[-1]
+        await alice.submit(again, prompt="a gory fox")
+        assert len(bodies(bot.sim, "/gen/v2/reroll")) == 1, "the prompt sent is screened"
+        [refused] = bot.platform.ephemerals_for("alice")
+        assert "**gore**" in refused
+
+
+async def test_a_remix_button_pressed_with_remix_off_screens_the_stored_prompt(
+    tmp_path: Path,
+) -> None:
+    async with harness(tmp_path, screen=moderated) as bot:
+        await bot.store.settings.set_scope_settings("user", "fake", "alice", remix=True)
+        alice = bot.actor("alice")
+        _, grid = await run_command(bot, alice, "imagine", prompt="a gory fox")
+        await bot.store.moderation.add_rule("fake", "w1", ModerationRule("gore", "gory"), "root")
+        await bot.store.settings.set_scope_settings("user", "fake", "alice", remix=False)
+        await alice.press(grid, "🔄")
+        assert bot.platform.modals == [] and bodies(bot.sim, "/gen/v2/reroll") == []
+        [refused] = bot.platform.ephemerals_for("alice")
+        assert "**gore**" in refused and "a gory fox" in refused
+
+
+async def test_a_banned_user_gets_no_remix_form(tmp_path: Path) -> None:
+    async with harness(tmp_path, screen=moderated) as bot:
+        await bot.store.settings.set_scope_settings("user", "fake", "alice", remix=True)
+        alice = bot.actor("alice")
+        _, grid = await run_command(bot, alice, "imagine", prompt="a red fox")
+        await bot.store.moderation.ban("fake", "alice", 30)
+        await alice.press(grid, "🔄")
+        assert bot.platform.modals == []
+        [refused] = bot.platform.ephemerals_for("alice")
+        assert refused.startswith("genbot takes no prompts from you until")
+
+
+async def test_a_remixed_prompt_the_provider_refuses_leaves_the_button_to_remix_again(
+    tmp_path: Path,
+) -> None:
+    async with harness(tmp_path) as bot:
+        await bot.store.settings.set_scope_settings("user", "fake", "alice", remix=True)
+        alice = bot.actor("alice")
+        _, grid = await run_command(bot, alice, "imagine", prompt="a red fox")
+        await alice.press(grid, "🔄")
+        _, modal = bot.platform.modals[-1]
+        await alice.submit(modal, prompt="a red fox --ar 5:1")
+        refused = await bot.settled((await bot.latest_job()).id)
+        assert refused.status == "create_failed"
+        [told] = bot.platform.ephemerals_for("alice")
+        assert "between 1:4 and 4:1" in told
+        assert not grid.button("🔄").disabled, "the prompt's refusal, not the button's"
+
+        await alice.press(grid, "🔄")
+        _, again = bot.platform.modals[-1]
+        assert again.action == "remix_reroll" and again is not modal
+        await alice.submit(again, prompt="a red fox --ar 4:1")
+        rerolled = await bot.latest_job()
+        await bot.result(rerolled.id)
+        assert [body["prompt"] for body in bodies(bot.sim, "/gen/v2/reroll")] == [
+            "a red fox --ar 5:1",
+            "a red fox --ar 4:1",
+        ]
