@@ -22,9 +22,11 @@ from typing import Final
 
 from bot.kernel.command_names import written
 from bot.kernel.command_text import check_text, parse_command_text, permuted_aspect
-from bot.kernel.commands import MAX_REPEAT, CommandSpec
+from bot.kernel.commands import COMMANDS_BY_NAME, MAX_REPEAT, CommandSpec
 from bot.kernel.errors import CommandError
+from bot.kernel.events import ButtonPress, Command, ModalSubmit
 from bot.kernel.i18n import _, ngettext
+from bot.kernel.outbound import PROMPT_FORMS
 
 PROMPT_PARAMETERS = frozenset(
     {
@@ -394,19 +396,31 @@ def written_literally(text: str) -> str:
     return _LITERAL_RE.sub(r"\\\g<0>", text)
 
 
-def sent_instead(prompt: str) -> tuple[str, ...]:
-    """The distinct prompts ``prompt``'s ``{…}`` choices (and escapes) expand into that read
-    otherwise than ``prompt`` itself: the texts sent instead of the one typed, which moderation
-    screens too (``a {blood}bath`` is sent as ``a bloodbath``). Empty when there are none, or
-    when the choices cannot be read (the command is refused for them before any call)."""
+def expands_prompt(event: Command | ModalSubmit | ButtonPress) -> bool:
+    """Whether the ``prompt`` ``event`` carries is expanded before it is sent (its ``{…}``
+    choices and escapes read): a command that :attr:`~bot.kernel.CommandSpec.expands`
+    (``/imagine``) and a form of :data:`~bot.kernel.outbound.PROMPT_FORMS`; not a press,
+    which sends its stored prompt as it is, nor ``/chat``, ``/diffusion`` or their forms."""
+    if isinstance(event, Command):
+        spec = COMMANDS_BY_NAME.get(event.name)
+        return spec is not None and spec.expands
+    return isinstance(event, ModalSubmit) and event.action in PROMPT_FORMS
+
+
+def sent_prompts(prompt: str) -> tuple[str, ...]:
+    """The distinct prompts a typed ``prompt`` that is expanded (:func:`expands_prompt`) is
+    sent as, its ``{…}`` choices and escapes read and ``--repeat`` taken out (``a {blood}bath``
+    is sent as ``a bloodbath``, ``\\{x\\}`` as ``{x}``): what moderation screens of it. The
+    prompt itself when it has no choices, or when they cannot be read (the command is refused
+    for them before any call)."""
     if not any(char in prompt for char in "{}\\"):
-        return ()
+        return (prompt,)
     try:
         rest, __ = take_repeat(prompt)
         prompts = expansion(rest, MOST_EXPANDED).prompts
     except CommandError:
-        return ()
-    return tuple(text for text in dict.fromkeys(prompts) if text != prompt)
+        return (prompt,)
+    return tuple(dict.fromkeys(prompts))
 
 
 def take_repeat(prompt: str) -> tuple[str, int | None]:

@@ -225,6 +225,18 @@ REMIX_ACTIONS: frozenset[str] = frozenset(
 )
 """Follow-ups drawn for users with Remix on: each press opens a form to change the prompt
 (``remix_`` + the action; see :mod:`bot.features.jobs.images`)."""
+PROMPT_FORMS: frozenset[str] = frozenset(
+    {
+        "outpaint_custom",
+        "vary_region",
+        "use_reference",
+        *(f"describe_pick{n}" for n in range(1, 5)),
+        *REMIX_ACTIONS,
+    }
+)
+"""The forms whose ``prompt`` field is read as ``/imagine``'s prompt, ``{…}`` choices expanded
+(:mod:`bot.features.jobs.form_prompts`); every other form's prompt (Use as init, the diffusion
+upload forms) is sent as typed."""
 MODAL_ACTIONS: frozenset[str] = frozenset(
     {
         "vary_region",

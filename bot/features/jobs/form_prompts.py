@@ -16,9 +16,9 @@ gets):
    ``--repeat`` above 1, are refused saying so (``/imagine`` runs several);
 4. its references read (:func:`bot.kernel.read_references`: weights, counts, ``#N``) and its
    parameters checked (:func:`~bot.features.jobs.input_checks.check_prompt`);
-5. screened by the moderation rules (the router screened what was typed and the prompts its
-   ``{…}`` choices expand into; a saved option put in is screened here, as the router screens
-   an expanded command).
+5. screened by the moderation rules (the router screened the prompt its ``{…}`` choices
+   make, as it screens a form of :data:`bot.kernel.PROMPT_FORMS`; a saved option put in is
+   screened here, as the router screens an expanded command: the one prompt sent, as it is).
 
 Steps 2–4 need no I/O (:func:`read_form_prompt`: a feature's ``check_modal``, so the form shows
 the problem beside the field); :meth:`FormPrompts.read` does them all. Every refusal is a
@@ -44,6 +44,7 @@ from bot.kernel import (
     Spliced,
     _,
     command,
+    expands_prompt,
     expansion,
     name_the_saved,
     named,
@@ -53,6 +54,7 @@ from bot.kernel import (
     refuse_permuted_aspect,
     take_repeat,
     validate_options,
+    written_literally,
 )
 
 
@@ -153,5 +155,6 @@ class FormPrompts:
         except FormError as error:
             raise FormError(PROMPT_FIELD, str(name_the_saved(error, spliced.used))) from None
         if self._screen is not None and spliced.text != prompt:
-            await self._screen.screen(event, {"prompt": text})
+            sent = written_literally(text) if expands_prompt(event) else text
+            await self._screen.screen(event, {"prompt": sent})
         return text

@@ -4,11 +4,13 @@
 command's options once parsed and validated, and a form's values, before the feature that owns
 them acts — so it comes after anything that rewrites a prompt at parsing (issue 27's ``/prefer``
 options are put in by the router before it), and it checks each prompt a prompt's ``{…}``
-choices expand into with the prompt typed (a command's or a form's; a press sends its stored
-prompt as it is). :meth:`Moderation.check_message` is the chat engine's check of a
-message it is about to answer, :meth:`Moderation.check_document` of a document's text read
-into it (what the model would see of it: its name and the pages or lines that fit), and
-:meth:`Moderation.screened` its answer's;
+choices expand into instead of the prompt typed, where it is expanded before it is sent
+(``/imagine``'s and its forms'; ``/chat`` and ``/diffusion`` send theirs as typed, and a press
+its stored prompt as it is): what it checks is what the provider gets.
+:meth:`Moderation.check_message` is the chat engine's check of a message it is about to
+answer, :meth:`Moderation.check_document` of a document's text read into it (what the model
+would see of it: its name and the pages or lines that fit), and :meth:`Moderation.screened` its
+answer's;
 :meth:`Moderation.describe_result` the tracker's check of a finished describe job's prompts;
 :meth:`Moderation.refused_prompt` the chat tools' check of a prompt the model wrote.
 
@@ -48,8 +50,9 @@ from bot.kernel import (
     UserError,
     UserMessage,
     _,
+    expands_prompt,
     metrics,
-    sent_instead,
+    sent_prompts,
 )
 from bot.refs import STORED_MESSAGE
 from storage import Job, ModerationRule, ModerationStore, Offence
@@ -106,8 +109,9 @@ class Moderation:
     ) -> None:
         """Refuse (:class:`UserError`) a command, form or press that starts work of a banned
         user, or whose prompt fields (a press: the stored prompt it sends again) break a
-        rule (a prompt's, and each prompt its ``{…}`` choices expand into:
-        :func:`bot.kernel.sent_instead`); a press's stored chat message
+        rule, each as it is sent: a prompt that is expanded (:func:`bot.kernel.expands_prompt`:
+        ``/imagine``'s, a Remix form's…) as the prompts its ``{…}`` choices make
+        (:func:`bot.kernel.sent_prompts`), any other as it is; a press's stored chat message
         (:data:`bot.refs.STORED_MESSAGE`, 🔁) is refused as :meth:`check_message` refuses it
         typed."""
         name = event.name if isinstance(event, Command) else event.action
@@ -115,14 +119,13 @@ class Moderation:
             return
         if name not in UNBANNED_COMMANDS:
             await self._refuse_banned(event.user, event.place)
-        texts = [
-            value.strip()
-            for name, value in values.items()
-            if name in PROMPT_FIELDS and isinstance(value, str) and value.strip()
-        ]
-        prompt = values.get("prompt")
-        if isinstance(prompt, str) and not isinstance(event, ButtonPress):
-            texts += sent_instead(prompt.strip())
+        texts: list[str] = []
+        for field, value in values.items():
+            if field not in PROMPT_FIELDS or not isinstance(value, str) or not value.strip():
+                continue
+            typed = value.strip()
+            expanded = field == "prompt" and expands_prompt(event)
+            texts += sent_prompts(typed) if expanded else (typed,)
         if texts:
             await self._check(event.user, event.place, "\n".join(texts), echo=True)
         message = values.get(STORED_MESSAGE)

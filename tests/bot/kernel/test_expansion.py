@@ -6,18 +6,26 @@ from __future__ import annotations
 import pytest
 
 from bot.kernel import (
+    ButtonPress,
+    Command,
     CommandError,
     Expansion,
+    ModalSubmit,
+    Place,
+    User,
     command,
+    expands_prompt,
     expansion,
     name_problem,
     name_the_saved,
     permutation_count,
     permutations,
     refuse_permuted_aspect,
+    sent_prompts,
     splice,
     take_repeat,
     with_suffix,
+    written_literally,
 )
 
 IMAGINE = command("imagine")
@@ -186,3 +194,29 @@ def test_a_written_repeat_is_taken_out_of_the_prompt() -> None:
     assert take_repeat("a fox --raw") == ("a fox --raw", None)
     with pytest.raises(CommandError, match="1 to 40"):
         take_repeat("a fox --repeat 0")
+
+
+def test_an_expanded_prompt_is_sent_as_the_prompts_its_choices_make() -> None:
+    assert sent_prompts("a fox --ar 16:9") == ("a fox --ar 16:9",)
+    assert sent_prompts("a {blood}bath {fox, fox} --repeat 2") == ("a bloodbath fox",)
+    assert sent_prompts("a {red, blue} fox") == ("a red fox", "a blue fox")
+    stored = "a sign {OPEN, CLOSED} \\ done"
+    assert sent_prompts(written_literally(stored)) == (stored,)
+    assert sent_prompts("a {fox") == ("a {fox",), "unreadable: refused later, screened as typed"
+
+
+def test_only_imagine_and_the_forms_that_read_it_expand_their_prompt() -> None:
+    user, place = User("alice"), Place("fake", "w1", "c1")
+
+    def form(action: str) -> ModalSubmit:
+        return ModalSubmit(user=user, place=place, action=action, ref="j")
+
+    for name in ("imagine", "chat", "diffusion.txt2img"):
+        expands = expands_prompt(Command(user=user, place=place, name=name))
+        assert expands is (name == "imagine"), name
+    for action in ("remix_reroll", "outpaint_custom", "vary_region", "describe_pick2"):
+        assert expands_prompt(form(action)), action
+    for action in ("diff_init", "img2img_upload", "settings"):
+        assert not expands_prompt(form(action)), action
+    press = ButtonPress(user=user, place=place, message_id="m", action="reroll", ref="j")
+    assert not expands_prompt(press)

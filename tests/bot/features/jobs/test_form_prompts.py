@@ -169,3 +169,21 @@ async def test_a_previewed_vary_region_runs_with_the_saved_options_put_in(tmp_pa
         (sent,) = bodies(bot.sim, "/gen/v2/inpaint")
         assert sent["origin_task_id"] == up_job.provider_id
         assert sent["prompt"] == f"a blue hat {NEON}"
+
+
+async def test_a_saved_option_screen_reads_the_form_prompt_as_it_is_sent(tmp_path: Path) -> None:
+    async with harness(tmp_path, screen=moderated) as bot:
+        alice = bot.actor()
+        origin, grid = await remix_form_of(bot, alice)
+        rule = ModerationRule("gore", r"\bbloodbath\b", pattern=True)
+        await bot.store.moderation.add_rule("fake", "w1", rule, "root")
+        await alice.press(grid, "V1")
+        _, modal = bot.platform.modals[-1]
+        await alice.submit(modal, prompt="a \\{blood\\}bath sign --neon")
+        varied = await bot.latest_job()
+        await bot.result(varied.id)
+
+        assert bot.platform.ephemerals_for("alice") == []
+        assert bodies(bot.sim, "/gen/v2/variation") == [
+            {"origin_task_id": origin, "index": "1", "prompt": f"a {{blood}}bath sign {NEON}"}
+        ], "sent with its braces, and screened so: not as the choice they would be typed"

@@ -15,6 +15,9 @@ from bot.features.moderation import Moderation
 from bot.features.moderation.screen import UNBANNED_COMMANDS
 from bot.kernel import Command, ModalSubmit, ModerationSettings, Place, User, UserError, UserMessage
 from storage import ModerationRule, SqliteStore, Store
+from tests.bot.features.jobs.support import bodies, run_command
+from tests.bot.harness import harness
+from tests.bot.test_router import moderated
 from tests.postgres import PostgresCluster
 from tests.storage.conftest import ManualClock, PostgresSchema, SqliteFile
 
@@ -186,3 +189,28 @@ def message(text: str, user: User = ALICE) -> UserMessage:
 
 def test_the_settings_form_is_the_account_features() -> None:
     assert SETTINGS_ACTION in UNBANNED_COMMANDS
+
+
+async def test_braces_are_screened_as_choices_only_where_they_are_sent_so(tmp_path: Path) -> None:
+    async with harness(tmp_path, screen=moderated) as bot:
+        alice, bob = bot.actor("alice"), bot.actor("bob")
+        rule = ModerationRule("gore", r"\bbloodbath\b", pattern=True)
+        await bot.store.moderation.add_rule("fake", "w1", rule, "root")
+        __, result = await run_command(bot, alice, "diffusion.txt2img", prompt="a {blood}bath")
+        await alice.press(result, "Use as init")
+        _, modal = bot.platform.modals[-1]
+        await alice.submit(modal, prompt="a {blood}bath at dusk")
+        await bot.result((await bot.latest_job()).id)
+        assert bot.platform.ephemerals_for("alice") == []
+        assert [body["prompt"] for body in bodies(bot.sim, "/diff/txt2img")] == ["a {blood}bath"]
+        assert [body["prompt"] for body in bodies(bot.sim, "/diff/img2img")] == [
+            "a {blood}bath at dusk"
+        ], "/diffusion sends its braces as typed, and is screened so"
+
+        await bob.command("diffusion.txt2img", prompt="a bloodbath")
+        await bot.actor("carol").command("imagine", prompt="a {blood}bath")
+        [typed] = bot.platform.ephemerals_for("bob")
+        [expanded] = bot.platform.ephemerals_for("carol")
+        assert "**gore**" in typed and "**gore**" in expanded
+        assert len(bodies(bot.sim, "/diff/txt2img")) == 1
+        assert bodies(bot.sim, "/gen/v2/imagine") == []
