@@ -3,6 +3,7 @@ there (the users and channels genbot's text names shown by name: ``@guest 3fa2``
 
 from __future__ import annotations
 
+import logging
 from collections.abc import Mapping
 from dataclasses import replace
 
@@ -23,9 +24,13 @@ from bot.kernel import (
     OutMessage,
     Place,
     SurfaceError,
+    _,
     draw_mentions,
+    named,
     ngettext,
 )
+
+log = logging.getLogger(__name__)
 
 MAX_BUTTON_ROWS = 5
 FILE_TYPES = {"zip": "application/zip", "jsonl": "application/x-ndjson"}
@@ -155,7 +160,22 @@ class WebSurface:
         self, origin: Event, text: str, filename: str, data: bytes
     ) -> None:
         """A private message with a link to the file, for ``origin``'s user only, that expires
-        (:attr:`Playground.downloads`)."""
+        (:attr:`Playground.downloads`). When the command that asked for it is gone (deleted
+        meanwhile: by ``/forget-me``, or trimmed from a channel that took its
+        ``messages_per_channel`` newer messages since), the file is refused: it is not held,
+        and its user is told so privately without the playground keeping that (a kept answer
+        to a forgotten user's command would name them again)."""
+        command = reply_target(origin)
+        if command is not None and await self._gone(command):
+            log.info("export %s not handed over: its command %s is gone", filename, command)
+            refused = _(
+                "`{file}` is not handed over: the command that asked for it is gone (deleted"
+                " meanwhile, as {forget} does). Ask again if you still want it.",
+                file=filename,
+                forget=named("forget-me"),
+            )
+            self.playground.show_unkept(self._private(origin, OutMessage(text=refused)))
+            return
         downloads = self.playground.downloads
         try:
             with downloads.reserve(len(data)):
@@ -250,6 +270,12 @@ class WebSurface:
             if stored is not None:
                 return stored.data
         raise SurfaceError(f"the playground does not hold {attachment.filename!r}")
+
+    async def _gone(self, message_id: str) -> bool:
+        """Whether the playground no longer has message ``message_id`` (another process's too:
+        read from the history when it is not held here)."""
+        shown = await self.playground.message(message_id, with_images=False)
+        return shown is None or shown.deleted
 
     async def _own(self, ref: MessageRef) -> WebMessage:
         """genbot's message ``ref`` (another process's too: a job taken over is delivered

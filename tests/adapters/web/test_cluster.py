@@ -23,7 +23,7 @@ from adapters.web import WebAdapter, handlers, playground
 from adapters.web.access import SESSION_COOKIE
 from adapters.web.hub import MAX_STREAMS_PER_USER
 from adapters.web.messages import BOT_AUTHOR, StoredFile, WebMessage
-from adapters.web.platform import WebContext
+from adapters.web.platform import WebContext, dm_channel
 from adapters.web.settings import WebSettings
 from bot.kernel import (
     Button,
@@ -1421,3 +1421,28 @@ async def test_a_user_forgotten_on_one_process_is_dropped_by_every_other(
         async with browser_on(second) as page:
             assert [m["text"] for m in (await history(page))["messages"]] == ["a hare"]
 
+
+async def test_an_export_whose_command_another_process_forgot_is_refused_and_not_kept(
+    postgres: PostgresCluster,
+) -> None:
+    """The command asking for an export was deleted (``/forget-me`` on another process) before
+    the export was ready: the process that made it, which never held that command, reads the
+    history, finds it gone, and hands nothing over: no file to download, no answer kept that
+    would name the forgotten user again."""
+    url = postgres.create_schema()
+    ann = User("web-ann000000000", "Ann")
+    async with process(url) as first, process(url) as second:
+        asked = await first.playground.post_user_message(
+            ann, PLACE, "/jobs export", [], command="jobs.export"
+        )
+        await first.surface.forget_user(ann.id)
+        export = Command(user=ann, place=PLACE, name="jobs.export", context=WebContext(asked.id))
+
+        await second.surface.send_file_privately(export, "Your jobs", "jobs.zip", b"PK")
+
+        assert second.playground.downloads.owned_by(ann.id) == 0
+        journal = second.playground.journal
+        assert journal is not None
+        assert await journal.about_user(ann.id, dm_channel(ann.id)) == ([], [])
+        [told] = second.playground.store.history("general", ann.id)
+        assert told.kind == "ephemeral" and "`jobs.zip` is not handed over" in told.text

@@ -10,10 +10,12 @@ from aiohttp import ClientSession
 from pydantic import SecretStr
 
 from adapters.web import WebAdapter
+from adapters.web.platform import WebContext
 from adapters.web.settings import WebSettings
 from bot.kernel import (
     Attachment,
     Button,
+    Command,
     ImageFile,
     MessageGone,
     MessageRef,
@@ -230,3 +232,35 @@ async def test_messages_and_commands_are_dated_on_the_clock_the_adapter_is_given
         assert adapter.access.access_cookie().startswith(f"{int(start)}.")
     finally:
         await adapter.stop()
+
+
+async def test_an_export_whose_command_was_forgotten_is_refused_to_its_user_unkept(
+    browser: ClientSession, adapter: WebAdapter, stream: OpenStream
+) -> None:
+    """The user ran ``/forget-me`` while their export was being made: its command is gone, so
+    the export is not handed over (no file held for them, no link). They are told so, only
+    they and only for now (a process with a history does not keep it: see
+    tests/adapters/web/test_cluster.py). An export whose command is still there is handed over
+    as before."""
+    ann = User((await history(browser))["me"]["id"], "Ann")
+    reader = await stream()
+    asked = await adapter.playground.post_user_message(
+        ann, PLACE, "/jobs export", [], command="jobs.export"
+    )
+    export = Command(user=ann, place=PLACE, name="jobs.export", context=WebContext(asked.id))
+    await adapter.surface.forget_user(ann.id)
+
+    await adapter.surface.send_file_privately(export, "Your jobs", "jobs.zip", b"PK")
+
+    assert adapter.playground.downloads.owned_by(ann.id) == 0
+    told = await reader.until(lambda d: d["type"] == "ephemeral")
+    text = told[-1].data["message"]["text"]
+    assert "`jobs.zip` is not handed over" in text and "/downloads/" not in text
+    assert [m["text"] for m in (await history(browser))["messages"]] == [text]
+
+    again = await adapter.playground.post_user_message(
+        ann, PLACE, "/jobs export", [], command="jobs.export"
+    )
+    export = Command(user=ann, place=PLACE, name="jobs.export", context=WebContext(again.id))
+    await adapter.surface.send_file_privately(export, "Your jobs", "jobs.zip", b"PK")
+    assert adapter.playground.downloads.owned_by(ann.id) == 1
