@@ -1,15 +1,29 @@
-"""The usage ledger: tokens and credits per user per UTC day."""
+"""The usage ledger: tokens and credits per user per UTC day.
+
+A user's totals and what they spent in a budget's window count, besides the rows naming them,
+those ``/forget-me`` kept under :func:`~storage.queries.retention.erased_name` (what was spent
+in the window when they deleted their data, and the charges of their jobs that ran through
+it): deleting one's data gives no budget back."""
 
 from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass
-from datetime import UTC, date, datetime
+from datetime import date
 from typing import Final
 
 from storage.errors import StorageError
 from storage.queries.base import Clock
-from storage.records.usage import ESTIMATED_CREDITS, HOUR, Refill, Spent, UsageTotals, window_start
+from storage.queries.retention import erased_name
+from storage.records.usage import (
+    ESTIMATED_CREDITS,
+    HOUR,
+    Refill,
+    Spent,
+    UsageTotals,
+    utc_day,
+    window_start,
+)
 from storage.sql.session import Database, Row, Session
 
 SQL_ADD_USAGE: Final = (
@@ -26,11 +40,11 @@ SQL_USAGE_FOR_USER: Final = (
     " COALESCE(SUM(tokens_completion), 0) AS tokens_completion,"
     " COALESCE(SUM(credits), 0) AS credits, COUNT(*) AS entries,"
     f" COALESCE(SUM(CASE WHEN kind = '{ESTIMATED_CREDITS}' THEN credits ELSE 0 END), 0)"
-    " AS estimated_credits FROM usage WHERE platform = ? AND user_id = ? AND day = ?"
+    " AS estimated_credits FROM usage WHERE platform = ? AND user_id IN (?, ?) AND day = ?"
 )
 SQL_SPENT: Final = (
     "SELECT created_at, credits, tokens_prompt + tokens_completion AS tokens FROM usage"
-    " WHERE platform = ? AND user_id = ? AND day IN (?, ?) AND created_at >= ?"
+    " WHERE platform = ? AND user_id IN (?, ?) AND day IN (?, ?) AND created_at >= ?"
 )
 
 
@@ -81,9 +95,11 @@ class UsageLedger:
     async def usage_for_user(
         self, platform: str, user_id: str, day: str | date | None = None
     ) -> UsageTotals:
-        """A user's totals for one UTC day (default: today)."""
+        """A user's totals for one UTC day (default: today), with what ``/forget-me`` kept
+        under their derived name."""
         the_day = utc_day(self.clock()) if day is None else day_text(day)
-        row = await self.db.fetch_one(SQL_USAGE_FOR_USER, (platform, user_id, the_day))
+        them = (platform, user_id, erased_name(platform, user_id))
+        row = await self.db.fetch_one(SQL_USAGE_FOR_USER, (*them, the_day))
         assert row is not None
         return UsageTotals(
             int(row["tokens_prompt"]),
@@ -110,9 +126,11 @@ def spent_statement(
     platform: str, user_id: str, refill: Refill, now: float
 ) -> tuple[str, tuple[str | float, ...]]:
     """The read of what a user spent in the window of ``refill`` at ``now`` (its rows make a
-    :class:`Spent` with :func:`spent_of`), for sending with other statements."""
+    :class:`Spent` with :func:`spent_of`), for sending with other statements: under their id
+    and the name ``/forget-me`` keeps it by (:func:`~storage.queries.retention.erased_name`)."""
     start = window_start(refill, now)
-    return SQL_SPENT, (platform, user_id, utc_day(start), utc_day(now), start)
+    them = (platform, user_id, erased_name(platform, user_id))
+    return SQL_SPENT, (*them, utc_day(start), utc_day(now), start)
 
 
 def spent_of(rows: Sequence[Row], refill: Refill, now: float) -> Spent:
@@ -124,11 +142,6 @@ def spent_of(rows: Sequence[Row], refill: Refill, now: float) -> Spent:
         credits, tokens = hours.get(hour, (0, 0))
         hours[hour] = (credits + int(row["credits"]), tokens + int(row["tokens"]))
     return Spent(refill, now, tuple((hour, *hours[hour]) for hour in sorted(hours)))
-
-
-def utc_day(timestamp: float) -> str:
-    """The UTC day (``YYYY-MM-DD``) of a Unix timestamp."""
-    return datetime.fromtimestamp(timestamp, UTC).date().isoformat()
 
 
 def day_text(day: str | date) -> str:

@@ -6,7 +6,9 @@ A day's row holds its ban's end and who set it (``banned_by_admin``): the ban th
 end last. An admin's ban takes the row over when it ends later than the running one; an offence
 whose ban does, makes it the rules' again (also after an unban). A user's running ban is the
 row ending last. Which admin banned is the audit log's to say (``moderation.banned``): the row
-names nobody but its user."""
+names nobody but its user. A user's refused prompts of the day that ``/forget-me`` kept under
+:func:`~storage.queries.retention.erased_name` count with theirs toward their next ban: deleting
+one's data does not start the day's bans over."""
 
 from __future__ import annotations
 
@@ -15,8 +17,9 @@ from dataclasses import dataclass
 from typing import Final
 
 from storage.queries.base import Clock
-from storage.queries.ledger import utc_day
+from storage.queries.retention import erased_name
 from storage.records.moderation import Ban, ModerationRule, Offence
+from storage.records.usage import utc_day
 from storage.sql.session import Database
 
 SQL_ADD_RULE: Final = (
@@ -34,6 +37,9 @@ SQL_COUNT_OFFENCE: Final = (
     "INSERT INTO moderation_offences (platform, user_id, day, offences, banned_until)"
     " VALUES (?, ?, ?, 1, 0) ON CONFLICT (platform, user_id, day)"
     " DO UPDATE SET offences = moderation_offences.offences + 1 RETURNING offences"
+)
+SQL_KEPT_OFFENCES: Final = (
+    "SELECT offences FROM moderation_offences WHERE platform = ? AND user_id = ? AND day = ?"
 )
 SQL_BAN: Final = (
     "UPDATE moderation_offences SET banned_until = ?, banned_by_admin = ? WHERE platform = ?"
@@ -107,11 +113,16 @@ class ModerationStore:
         self, platform: str, user_id: str, ban_minutes: Sequence[int]
     ) -> Offence:
         """Count an offence of ``user_id`` today and ban them for ``ban_minutes[n - 1]`` minutes
-        for their n-th (the last for any after); a longer ban already running is kept."""
+        for their n-th (the last for any after; those kept since they deleted their data
+        count); a longer ban already running is kept."""
         now = self.clock()
         day = utc_day(now)
         row = await self.db.fetch_one(SQL_COUNT_OFFENCE, (platform, user_id, day))
+        kept = await self.db.fetch_one(
+            SQL_KEPT_OFFENCES, (platform, erased_name(platform, user_id), day)
+        )
         count = int(row["offences"]) if row is not None else 1
+        count += int(kept["offences"]) if kept is not None else 0
         minutes = ban_minutes[min(count, len(ban_minutes)) - 1] if ban_minutes else 0
         until = now + 60.0 * minutes
         await self.db.execute(SQL_BAN, (until, False, platform, user_id, day, until))

@@ -21,6 +21,7 @@ from typing import Final
 from storage.queries.base import Clock
 from storage.queries.user_data import IS_DONE, SQL_BANNED_UNTIL, SQL_RUNNING, USER_DATA, Whose
 from storage.records.retention import Cutoffs, KeptAbout, Purged
+from storage.records.usage import still_counting, utc_day
 from storage.sql.dialect import marks
 from storage.sql.schema import TYPES
 from storage.sql.session import Database, Session
@@ -40,9 +41,15 @@ ERASED: Final[dict[str, str]] = {
     ),
     "job_messages": "deleted with their job",
     "job_words": "SQLite's index of prompts, kept by the jobs' triggers",
-    "usage": "their rows folded into anonymous ones (user_id '') per platform, day and kind",
+    "usage": (
+        "their rows folded into anonymous ones (user_id '') per platform, day and kind; those a"
+        " budget's window may still count are renamed (erased_name) until the purge folds them"
+    ),
     "scope_settings": "their own settings (kind user), deleted",
-    "moderation_offences": "their offences and bans, deleted",
+    "moderation_offences": (
+        "their offences and bans, deleted; the day's refused prompts are kept renamed"
+        " (erased_name, no ban) until the day ends"
+    ),
     "moderation_rules": "rules they added name a pseudonym instead (added_by)",
     "audit_log": "entries by or about them name a pseudonym; their refused texts are dropped",
     "playground_messages": "their messages, answers to them and their DM (the web adapter)",
@@ -90,6 +97,21 @@ SQL_FORGET_GONE_PROBES: Final = "DELETE FROM storage_probes WHERE probed_at < ?"
 :data:`GONE_PROCESS_SECONDS`, forgotten with the processes: every process that ever answered a
 readiness check left one."""
 SQL_DELETE_IMAGES: Final = "DELETE FROM playground_images WHERE key IN ({})"
+_ERASED_NAME: Final = "user_id LIKE 'erased-________'"
+"""A row kept under :func:`erased_name` (or, in no table that this reads, a pseudonym)."""
+_SPENT_PAST: Final = (
+    f"{_ERASED_NAME} AND created_at < ? AND (job_id IS NULL OR job_id NOT IN (SELECT id FROM jobs))"
+)
+"""Usage ``/forget-me`` kept that no budget's window counts any more (the charges of jobs still
+there stay linked to them, so that a job is charged once)."""
+SQL_FOLD_SPENT: Final = (
+    "INSERT INTO usage (platform, user_id, day, kind, job_id, tokens_prompt, tokens_completion,"
+    " credits, created_at) SELECT platform, '', day, kind, NULL, SUM(tokens_prompt),"
+    " SUM(tokens_completion), SUM(credits), MIN(created_at) FROM usage"
+    f" WHERE {_SPENT_PAST} GROUP BY platform, day, kind"
+)
+SQL_DROP_SPENT: Final = f"DELETE FROM usage WHERE {_SPENT_PAST}"
+SQL_DROP_OFFENCES: Final = f"DELETE FROM moderation_offences WHERE {_ERASED_NAME} AND day < ?"
 SQL_ANSWERING: Final = (
     "SELECT conversation_id, id FROM messages WHERE role = 'assistant' AND asked_by = ?"
     " AND (state = 'streaming' OR (state IS NULL AND COALESCE(content, '') = ''))"
@@ -108,11 +130,18 @@ def new_pseudonym() -> str:
 
 
 def erased_name(platform: str, user_id: str) -> str:
-    """The name a forgotten user's unfinished jobs are renamed to (``erased-`` and the first 8
-    hex digits of the SHA-256 of ``<platform>:<user id>``): derived, not random, so that they
-    still count under that user's cap of jobs at once (:class:`storage.JobAdmission`) until
-    they end. Anyone who knows the id can derive it, so it names no record that stays: the
-    audit log and moderation rules name the random :func:`new_pseudonym`."""
+    """The name a forgotten user's unfinished jobs, and what still counts against their limits,
+    are kept under (``erased-`` and the first 8 hex digits of the SHA-256 of ``<platform>:<user
+    id>``): derived, not random, so that deleting one's data resets no limit. Their unfinished
+    jobs still count under their cap of jobs at once (:class:`storage.JobAdmission`) until they
+    end; the usage a budget's window may still count
+    (:func:`~storage.records.usage.still_counting`: today's, and the last 24 hours' for hourly
+    refills) still counts against their budgets (:class:`storage.UsageLedger`) until the purge
+    folds it into anonymous totals; the day's
+    refused prompts still count toward their next ban (:class:`storage.ModerationStore`) until
+    the purge drops them the next day. Anyone who knows the id can derive it, so it names
+    nothing else, and nothing that stays: the audit log and moderation rules name the random
+    :func:`new_pseudonym`."""
     digest = hashlib.sha256(f"{platform}:{user_id}".encode()).hexdigest()
     return "erased-" + digest[:8]
 
@@ -155,10 +184,12 @@ class Retention:
         """Erase what the store keeps about ``user_id`` on ``platform``, kind by kind of
         :data:`USER_DATA` (see :data:`ERASED`), in one transaction; unfinished jobs stay (they
         are still being made), renamed :func:`erased_name`: they are erased when they finish
-        (:meth:`storage.DeliveryClaims.erase`). How many of each kind went (counted in the
-        transaction, as :meth:`kept` counts them), and the pseudonym the records that stay name
-        instead."""
-        whose = Whose(platform, user_id, new_pseudonym(), erased_name(platform, user_id))
+        (:meth:`storage.DeliveryClaims.erase`). So do the usage a budget's window may still
+        count and the day's refused prompts, renamed likewise, until :meth:`purge`. How many of
+        each kind went (counted in the transaction, as :meth:`kept` counts them), and the
+        pseudonym the records that stay name instead."""
+        erased = erased_name(platform, user_id)
+        whose = Whose(platform, user_id, new_pseudonym(), erased, self.clock())
         json_type = TYPES[self.db.dialect.name]["json"]
 
         async def work(tx: Session) -> dict[str, int]:
@@ -174,7 +205,8 @@ class Retention:
 
     async def purge(self, cutoffs: Cutoffs) -> Purged | None:
         """Delete, kind by kind, what is older than its cutoff, and the processes and the write
-        probes not written for longer than :data:`GONE_PROCESS_SECONDS`, when this process is
+        probes not written for longer than :data:`GONE_PROCESS_SECONDS`, and what
+        :meth:`forget` kept once it counts no more (:meth:`_fold_kept`), when this process is
         the one to purge this hour (None when another one is, or did): the turn is a
         conditional update of its due time, and the purge runs under the cluster's lock on it,
         so two never overlap."""
@@ -183,6 +215,7 @@ class Retention:
         if await self.db.execute(SQL_CLAIM_PURGE, turn, repeatable=True) != 1:
             return None
         async with self.db.lock("genbot retention purge", wait=PURGE_LOCK_WAIT, name="the purge"):
+            await self._fold_kept(now)
             return Purged(
                 conversations=await self._purge(
                     cutoffs.conversations, SQL_OLD_CONVERSATIONS, SQL_DELETE_CONVERSATIONS
@@ -191,6 +224,19 @@ class Retention:
                 images=await self._purge(cutoffs.images, SQL_OLD_IMAGES, SQL_DELETE_IMAGES),
                 processes=await self._forget_gone(now - GONE_PROCESS_SECONDS),
             )
+
+    async def _fold_kept(self, now: float) -> None:
+        """Fold the usage ``/forget-me`` kept under :func:`erased_name` that no budget's window
+        counts any more into anonymous totals, as it folds older usage, and drop the refused
+        prompts it kept of a day that is over."""
+
+        async def work(tx: Session) -> None:
+            past = (still_counting(now),)
+            await tx.execute(SQL_FOLD_SPENT, past)
+            await tx.execute(SQL_DROP_SPENT, past)
+            await tx.execute(SQL_DROP_OFFENCES, (utc_day(now),))
+
+        await self.db.transaction(work, repeatable=True)
 
     async def _forget_gone(self, unseen_since: float) -> int:
         """Delete the rows of the processes not seen since ``unseen_since`` and the write probes

@@ -11,7 +11,6 @@ from typing import Any, Final
 from storage.queries.base import Clock, Owner
 from storage.queries.grouped import Grouped
 from storage.queries.jobs import job_from_row, status_tuple
-from storage.queries.ledger import utc_day
 from storage.records.jobs import (
     UNFINISHED_STATUSES,
     Job,
@@ -20,6 +19,7 @@ from storage.records.jobs import (
     JobStatus,
     RunningJob,
 )
+from storage.records.usage import utc_day
 from storage.sql.dialect import marks
 from storage.sql.session import Database, Session, record
 
@@ -53,12 +53,14 @@ SQL_CHARGE_CREDITS: Final = (
     " VALUES (?, ?, ?, 'credits', ?, ?, ?) ON CONFLICT (job_id, kind) DO NOTHING"
 )
 SQL_ERASE_JOB: Final = (
-    "UPDATE usage SET user_id = '', job_id = NULL WHERE job_id = ?",
+    "UPDATE usage SET job_id = NULL WHERE job_id = ?",
     "UPDATE jobs SET parent_job_id = NULL WHERE parent_job_id = ?",
     "DELETE FROM jobs WHERE id = ?",
 )
-"""A job erased instead of delivered: its charge stays, anonymous (as ``/forget-me`` keeps
-usage), the jobs made from it lose the link, and its row goes (its message links with it)."""
+"""A job erased instead of delivered: its charge stays, no longer linked to it, under the name
+its requester's was charged by (:func:`storage.queries.retention.erased_name`: as ``/forget-me``
+keeps the usage a budget's window still counts, until the purge folds it into anonymous totals),
+the jobs made from it lose the link, and its row goes (its message links with it)."""
 SQL_NEXT_POLL: Final = (
     "SELECT MIN(next_poll_at) AS at FROM jobs WHERE status IN ({}) AND next_poll_at > ?"
 )

@@ -9,6 +9,7 @@ from dataclasses import dataclass
 from typing import Final
 
 from storage.records.jobs import TERMINAL_STATUSES
+from storage.records.usage import still_counting, utc_day
 from storage.sql.dialect import json_string_inside
 
 IS_DONE: Final = "status IN ({})".format(
@@ -40,12 +41,26 @@ SQL_BANNED_UNTIL: Final = (
 @dataclass(frozen=True)
 class Whose:
     """Whose data a statement counts or erases, the pseudonym the records that stay name
-    instead and the name their unfinished jobs are renamed to (none while only counting)."""
+    instead, the name their unfinished jobs, and what still counts against their limits, are
+    kept under, and when the deletion runs (none while only counting)."""
 
     platform: str
     user_id: str
     pseudonym: str = ""
     erased: str = ""
+    at: float = 0.0
+
+    def spent_before(self) -> tuple[object, ...]:
+        """Their usage that no budget's window counts any more."""
+        return (*self.them(), still_counting(self.at))
+
+    def spent_since(self) -> tuple[object, ...]:
+        """Their usage that a budget's window may still count, kept under :attr:`erased`."""
+        return (self.erased, *self.them(), still_counting(self.at))
+
+    def offences_today(self) -> tuple[object, ...]:
+        """Their refused prompts of the day, kept under :attr:`erased`."""
+        return (self.erased, *self.them(), utc_day(self.at))
 
     def them(self) -> tuple[object, ...]:
         return (self.platform, self.user_id)
@@ -184,7 +199,14 @@ USER_DATA: Final[tuple[UserData, ...]] = (
                 "INSERT INTO usage (platform, user_id, day, kind, job_id, tokens_prompt,"
                 " tokens_completion, credits, created_at) SELECT platform, '', day, kind, NULL,"
                 " SUM(tokens_prompt), SUM(tokens_completion), SUM(credits), MIN(created_at)"
-                " FROM usage WHERE platform = ? AND user_id = ? GROUP BY platform, day, kind"
+                " FROM usage WHERE platform = ? AND user_id = ? AND created_at < ?"
+                " GROUP BY platform, day, kind",
+                Whose.spent_before,
+            ),
+            Statement(
+                "UPDATE usage SET user_id = ?, job_id = CASE WHEN job_id IN (SELECT id FROM jobs)"
+                " THEN job_id END WHERE platform = ? AND user_id = ? AND created_at >= ?",
+                Whose.spent_since,
             ),
             Statement("DELETE FROM usage WHERE platform = ? AND user_id = ?"),
         ),
@@ -192,7 +214,16 @@ USER_DATA: Final[tuple[UserData, ...]] = (
     UserData(
         "moderation_days",
         Statement("SELECT COUNT(*) FROM moderation_offences WHERE platform = ? AND user_id = ?"),
-        (Statement("DELETE FROM moderation_offences WHERE platform = ? AND user_id = ?"),),
+        (
+            Statement(
+                "INSERT INTO moderation_offences (platform, user_id, day, offences, banned_until)"
+                " SELECT platform, ?, day, offences, 0 FROM moderation_offences WHERE platform = ?"
+                " AND user_id = ? AND day = ? AND offences > 0 ON CONFLICT (platform, user_id, day)"
+                " DO UPDATE SET offences = moderation_offences.offences + excluded.offences",
+                Whose.offences_today,
+            ),
+            Statement("DELETE FROM moderation_offences WHERE platform = ? AND user_id = ?"),
+        ),
     ),
     UserData(
         "rules",

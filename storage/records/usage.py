@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from dataclasses import dataclass
+from datetime import UTC, datetime
 from typing import Literal
 
 ESTIMATED_CREDITS = "credits_estimate"
@@ -33,12 +34,23 @@ HOUR = 3600.0
 DAY = 86400.0
 
 
+def utc_day(timestamp: float) -> str:
+    """The UTC day (``YYYY-MM-DD``) of a Unix timestamp."""
+    return datetime.fromtimestamp(timestamp, UTC).date().isoformat()
+
+
 def window_start(refill: Refill, now: float) -> float:
     """Where the window of ``refill`` begins at ``now``: 00:00 UTC today, or the start of the
     hour 23 hours before the current one."""
     if refill == "daily":
         return now - now % DAY
     return now - now % HOUR - 23 * HOUR
+
+
+def still_counting(now: float) -> float:
+    """Where the longest window of any refill begins at ``now``: usage since then may still
+    count against a budget (what ``/forget-me`` keeps under the user's derived name)."""
+    return min(window_start("daily", now), window_start("hourly", now))
 
 
 @dataclass(frozen=True)

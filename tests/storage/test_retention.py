@@ -21,9 +21,11 @@ from storage import (
     QuotaRefusal,
     Store,
 )
-from storage.queries.retention import ERASED, NAMES_NO_USER
+from storage.queries.retention import ERASED, NAMES_NO_USER, erased_name
 from storage.queries.user_data import USER_DATA
-from tests.storage.conftest import ManualClock, new_job
+from storage.records.moderation import Offence
+from storage.records.usage import utc_day
+from tests.storage.conftest import START, ManualClock, new_job
 from tests.storage.helpers import create_job, everything_about, posted, rows_naming, tables
 
 DAY = 86400.0
@@ -82,11 +84,13 @@ async def test_forgetting_leaves_no_row_naming_the_user_in_any_table(
     assert await rows_naming(store, pseudonym) == {"audit_log": 4, "moderation_rules": 1}
     refused = await store.audit.entries("web", "web", kind="moderation.refused")
     assert refused[0].target == pseudonym and refused[0].after is None, "their text is gone"
-    totals = await store.db.fetch_all(
-        "SELECT user_id, SUM(credits) AS credits, SUM(tokens_prompt) AS tokens FROM usage"
-        " GROUP BY user_id ORDER BY user_id"
-    )
-    assert [tuple(row.values()) for row in totals] == [("", 4, 10), (OTHER, 2, 0)]
+    erased = erased_name("web", USER)
+    assert await rows_naming(store, erased) == {"usage": 2, "moderation_offences": 1}
+    assert await usage_totals(store) == [(erased, 4, 10), (OTHER, 2, 0)], "today's still counts"
+    clock.advance(DAY)
+    assert await store.retention.purge(Cutoffs()) is not None
+    assert await usage_totals(store) == [("", 4, 10), (OTHER, 2, 0)], "then anonymous"
+    assert await rows_naming(store, erased) == {}
     upscale = await store.db.fetch_one("SELECT parent_job_id FROM jobs")
     assert upscale == {"parent_job_id": None}
     images = await store.db.fetch_all("SELECT key FROM playground_images")
@@ -100,6 +104,83 @@ async def test_forgetting_leaves_no_row_naming_the_user_in_any_table(
         {"content": "is it a map?", "author": None, "asked_by": None},
         {"content": "hello", "author": None, "asked_by": None},
     ], "in another's thread, their turn and the answer to them stay, naming nobody"
+
+
+async def usage_totals(store: Store) -> list[tuple[object, ...]]:
+    """Credits and prompt tokens in the ledger, per user."""
+    totals = await store.db.fetch_all(
+        "SELECT user_id, SUM(credits) AS credits, SUM(tokens_prompt) AS tokens FROM usage"
+        " GROUP BY user_id ORDER BY user_id"
+    )
+    return [tuple(row.values()) for row in totals]
+
+
+async def test_what_counts_against_a_forgotten_users_limits_still_counts_until_it_refills(
+    store: Store, clock: ManualClock
+) -> None:
+    """/forget-me resets no limit: what the user spent in a budget's window (today; the last
+    24 hours when refilled hourly) still counts against their credit and chat token budgets, and
+    the day's refused prompts toward their next ban, under the name derived from their id —
+    not their id, and linked to no job or answer that is gone. Older usage is folded into
+    anonymous totals at once; the kept rows when they no longer count (the purge)."""
+    ledger, day_start = store.ledger, START - START % DAY
+    running = await create_job(store.admission, new_job(requester_id=USER, platform="web"))
+    spent = (
+        (START - 2 * DAY, 5, 0, "gone-job"),
+        (day_start - 3600, 2, 0, None),
+        (START - 600, 3, 0, "done-job"),
+        (START - 300, 1, 0, running.id),
+        (START - 60, 0, 10, "chat-answer:1"),
+    )
+    for at, credits, tokens, job_id in spent:
+        kind = "chat" if tokens else "credits"
+        await ledger.add_usage(
+            "web", USER, credits=credits, tokens_prompt=tokens, kind=kind, job_id=job_id, at=at
+        )
+    await ledger.add_usage("web", OTHER, credits=1, tokens_prompt=7)
+    for _ in range(2):
+        await store.moderation.record_offence("web", USER, [0, 0, 60])
+
+    await store.retention.forget("web", USER)
+    assert await rows_naming(store, USER) == {}
+    erased = erased_name("web", USER)
+    kept = await store.db.fetch_all(
+        "SELECT job_id, credits FROM usage WHERE user_id = ? ORDER BY created_at", (erased,)
+    )
+    assert kept == [
+        {"job_id": None, "credits": 2},
+        {"job_id": None, "credits": 3},
+        {"job_id": running.id, "credits": 1},
+        {"job_id": None, "credits": 0},
+    ], "what a window may count, linked only to the job still running (it is charged once)"
+    old = await ledger.usage_for_user("web", "", day=utc_day(START - 2 * DAY))
+    assert old.credits == 5, "older usage: anonymous at once"
+
+    daily = await ledger.spent("web", USER, "daily")
+    assert (daily.credits, daily.tokens) == (4, 10)
+    assert (await ledger.spent("web", USER, "hourly")).credits == 6
+    assert (await ledger.usage_for_user("web", USER)).credits == 4, "/usage says so too"
+    budget = JobQuota(max_daily_credits=4)
+    refused = QuotaRefusal("max_daily_credits", 4, 4, day_start + DAY)
+    assert await store.admission.quota_refusal("web", USER, budget) == refused
+    again = new_job(requester_id=USER, platform="web")
+    assert await store.admission.create_job_within(again, budget) == refused
+    assert await store.admission.quota_refusal("web", OTHER, budget) is None
+    assert (await ledger.spent("discord", USER, "daily")).credits == 0, "per platform"
+    third = await store.moderation.record_offence("web", USER, [0, 0, 60])
+    assert third == Offence(3, START + 3600), "the day's third refused prompt"
+
+    await store.retention.forget("web", USER)
+    fourth = await store.moderation.record_offence("web", USER, [0, 0, 60, 120])
+    assert fourth.count == 4, "forgetting twice in a day adds up"
+
+    clock.advance(DAY)
+    assert await store.retention.purge(Cutoffs()) is not None
+    kept_on = {"usage": 1, "jobs": 1}
+    assert await rows_naming(store, erased) == kept_on, "the running job and its charge"
+    assert (await ledger.spent("web", USER, "daily")).credits == 0
+    assert (await ledger.usage_for_user("web", "", day=utc_day(START))).tokens == 10
+    assert (await store.moderation.record_offence("web", USER, [0, 60])).count == 1
 
 
 async def test_a_running_job_is_not_forgotten_until_it_finishes(store: Store) -> None:

@@ -9,7 +9,9 @@ rest. Their unfinished jobs are renamed to a name derived from their id
 erased instead of delivered when they finish
 (:meth:`bot.features.jobs.messages.JobMessages.deliver`): both the preview and the
 confirmation say how many; one whose result is being posted at that moment stays, and the
-confirmation says to ask again once it is posted. Admins name another user
+confirmation says to ask again once it is posted. What they spent in their budgets' window and
+the day's refused prompts are kept under that name too, so deleting one's data resets no limit:
+both answers say so. Admins name another user
 (``/forget-me <@user>``); their deletion is recorded in the audit log under the pseudonym the
 records that stay name instead, never the user's id. Every answer is private.
 """
@@ -105,10 +107,15 @@ then what a platform's surface keeps, :meth:`bot.outbox.Outbox.kept_about`), abo
 own data and about another user's. The preview and the confirmation list the kinds the store and
 the surface count, so what is deleted is what was shown."""
 AFTERWARDS: Final = N_(
-    "Deleting is permanent. Usage stays only as anonymous daily totals; audit log entries stay, "
-    "naming an anonymous id instead. Images already posted in channels stay there: delete "
-    "those messages on the platform."
+    "Deleting is permanent, and it resets no limit: what was spent in the budgets' current "
+    "window (credits, chat tokens) and the day's refused prompts still count until they "
+    "refill, kept under a name derived from the id (not the id); usage stays otherwise only as "
+    "anonymous daily totals. Audit log entries stay, naming an anonymous id instead. Images "
+    "already posted in channels stay there: delete those messages on the platform."
 )
+"""What the preview says stays: what still counts against the user's limits (kept under
+:func:`storage.queries.retention.erased_name` until it no longer counts), anonymous usage, the
+audit log and what the platform shows."""
 
 
 class ForgetFeature:
@@ -194,14 +201,18 @@ class ForgetFeature:
             )
         head = (
             _(
-                "**Your data on {platform} is deleted.** Usage stays only as anonymous totals; "
-                "records that must stay name `{pseudonym}`. What went:",
+                "**Your data on {platform} is deleted.** What you spent in your budgets' "
+                "current window and today's refused prompts still count against your limits "
+                "until they refill; usage stays otherwise only as anonymous totals; records "
+                "that must stay name `{pseudonym}`. What went:",
                 platform=platform,
                 pseudonym=pseudonym,
             )
             if yours
             else _(
-                "**The data of user `{user}` on {platform} is deleted.** Usage stays only as "
+                "**The data of user `{user}` on {platform} is deleted.** What they spent in "
+                "their budgets' current window and the day's refused prompts still count "
+                "against their limits until they refill; usage stays otherwise only as "
                 "anonymous totals; records that must stay name `{pseudonym}`. What went:",
                 user=user_id,
                 platform=platform,

@@ -3,27 +3,44 @@ one of every kind of data the store keeps sees each kind named with its count, p
 **Delete all of it** the store counts none of it and no table names them, while another user's
 rows stay. Every kind the store and the playground count has its label. A job still running is
 erased when it finishes instead of posted — also by the process that takes it over after a
-restart, on SQLite and PostgreSQL — its charge kept anonymous; one whose result is being posted
-as the deletion runs stays, and the confirmation says so."""
+restart, on SQLite and PostgreSQL — its charge still counted against the user's budget under a
+name derived from their id; one whose result is being posted as the deletion runs stays, and the
+confirmation says so. Deleting one's data resets no budget: a user who spent the day's credits,
+or chat tokens, is refused again after it, and both answers say that today's spend still
+counts."""
 
 from __future__ import annotations
 
 import hashlib
 from dataclasses import replace
 from pathlib import Path
+from typing import Any
 
 import pytest
 
 from adapters.web.playground import KEPT_FILES, KEPT_IMAGES, KEPT_MESSAGES
 from bot.features.audit import AuditTrail
+from bot.features.chat import ChatDefaults
+from bot.features.jobs import Tiers
 from bot.features.jobs.messages import ERASED_TEXT
 from bot.features.retention import ForgetFeature
 from bot.features.retention.forget import KINDS
-from bot.kernel import ButtonPress, Command, OutMessage, Place, User
+from bot.kernel import (
+    ButtonPress,
+    Command,
+    LimitsSettings,
+    OutMessage,
+    Place,
+    QuotasSettings,
+    User,
+)
+from bot.router import Feature, Router
 from simulator.server import serve
 from simulator.state import SimulatorConfig
 from storage import ALL_STATUSES, forgotten
 from storage.queries.user_data import USER_DATA
+from tests.bot.features.chat.support import ALICE, DM, ChatWorld, sim_config
+from tests.bot.features.jobs.support import bodies, run_command
 from tests.bot.features.jobs.test_batches import PrivatePlatform
 from tests.bot.features.jobs.test_cancel import BACKENDS, TAKEOVER_WAIT, storage_url
 from tests.bot.harness import PLACE as JOBS_PLACE
@@ -44,10 +61,12 @@ def forget_me(parts: Parts) -> list[ForgetFeature]:
     return [ForgetFeature(parts.store.retention, parts.outbox, audit, parts.store.clock)]
 
 
-def pressed(message: OutMessage, label: str) -> ButtonPress:
+def pressed(
+    message: OutMessage, label: str, user: User = USER, place: Place = PLACE
+) -> ButtonPress:
     [button] = [b for row in message.buttons for b in row if b.label == label]
     return ButtonPress(
-        user=USER, place=PLACE, message_id="preview", action=button.action, ref=button.ref
+        user=user, place=place, message_id="preview", action=button.action, ref=button.ref
     )
 
 
@@ -132,7 +151,8 @@ async def assert_erased(
     bot: Genbot, platform: PrivatePlatform, job_id: str, timeout: float = 10.0
 ) -> None:
     """The job ended erased: never posted, its progress message deleted, no row, no link, no
-    row naming the user; its charge kept, anonymous."""
+    row naming the user; its charge kept under the name derived from their id, so it still
+    counts against their budget."""
     with pytest.raises(KeyError):
         await bot.settled(job_id, timeout)
     assert platform.messages == {}, "no result posted; the progress message deleted"
@@ -144,8 +164,8 @@ async def assert_erased(
     )
     assert link is None
     assert await rows_naming(bot.store, USER.id) == {}
-    anonymous = await bot.store.ledger.usage_for_user("fake", "")
-    assert anonymous.credits > 0, "what the provider charged stays, naming nobody"
+    spent = await bot.store.ledger.usage_for_user("fake", USER.id)
+    assert spent.credits > 0, "what the provider charged still counts for them"
 
 
 async def test_a_job_running_through_the_deletion_is_erased_instead_of_posted(
@@ -212,3 +232,83 @@ async def test_a_forgotten_users_running_job_keeps_its_place_and_an_admins_cance
 
         bot.sim.advance(120)
         await assert_erased(bot, platform, job_id)
+
+
+STILL_COUNTS = (
+    "What you spent in your budgets' current window and today's refused prompts still count "
+    "against your limits until they refill"
+)
+
+
+async def forget(core: Router, platform: PrivatePlatform, user: User, place: Place) -> None:
+    """``user`` deletes their data through /forget-me's preview and its button; both say that
+    what they spent in their budgets' window still counts."""
+    await core.handle(Command(user=user, place=place, name="forget-me"))
+    preview = platform.privates[-1]
+    assert "and it resets no limit: what was spent in the budgets' current window" in preview.text
+    await core.handle(pressed(preview, "Delete all of it", user, place))
+    done = platform.ephemerals_for(user.id)[-1]
+    assert done.startswith(f"**Your data on fake is deleted.** {STILL_COUNTS}")
+
+
+async def test_a_user_who_spent_the_days_credits_is_refused_again_after_deleting_their_data(
+    tmp_path: Path,
+) -> None:
+    """What the user spent today stays counted, under the name derived from their id: the next
+    /imagine is refused with the budget's message, and nothing reaches the provider."""
+    platform = PrivatePlatform()
+    budget = {"daily_credit_budget_per_user": 4}
+    async with harness(tmp_path, platform=platform, features=forget_me, limits=budget) as bot:
+        alice = bot.actor(USER.id)
+        await run_command(bot, alice, "imagine", prompt="a red fox")
+        await forget(bot.core, platform, USER, JOBS_PLACE)
+        assert await rows_naming(bot.store, USER.id) == {}
+
+        await alice.command("imagine", prompt="another fox")
+        assert platform.ephemerals_for(USER.id)[-1] == (
+            "You have used 4 of your 4 credits for today — that is the daily budget; "
+            "it resets at 00:00 UTC."
+        )
+        assert len(bodies(bot.sim, "/gen/v2/imagine")) == 1
+
+
+class ForgettingChat(ChatWorld):
+    """A chat world with /forget-me."""
+
+    def _features(self, parts: Parts) -> list[Feature[Any]]:
+        return [*super()._features(parts), *forget_me(parts)]
+
+
+async def test_a_user_who_spent_the_days_chat_tokens_is_refused_again_after_deleting_their_data(
+    tmp_path: Path,
+) -> None:
+    """The chat tokens spent today still count against the tier's chat budget after
+    /forget-me: the next message is refused with the budget's message, without a provider call,
+    and /usage still shows them."""
+    quotas = QuotasSettings.model_validate({"tiers": [{"name": "default", "daily_chat_tokens": 5}]})
+    platform = PrivatePlatform()
+    tiers = Tiers(LimitsSettings(), quotas)
+    async with serve(sim_config()) as sim:
+        world = ForgettingChat(
+            sim, tmp_path / "genbot.db", platform, "developer", ChatDefaults(), True, tiers=tiers
+        )
+        await world.start()
+        try:
+            alice = world.actor()
+            await alice.say("echo: a lighthouse")
+            used = (await world.store.ledger.usage_for_user("fake", ALICE.id)).tokens
+            assert used >= 5 and len(world.chat_bodies()) == 1
+            await forget(world.core, platform, ALICE, DM)
+            assert await rows_naming(world.store, ALICE.id) == {}
+
+            await alice.say("echo: another lighthouse")
+            assert platform.ephemerals_for(ALICE.id)[-1] == (
+                f"You have used {used:,} of your 5 chat tokens today — the chat budget of your "
+                "tier **default**; it refills at 00:00 UTC."
+            )
+            assert len(world.chat_bodies()) == 1, "no provider call"
+            await alice.command("usage")
+            usage = platform.ephemerals_for(ALICE.id)[-1]
+            assert f"Chat tokens today (UTC): {used:,} of 5 used, 0 left" in usage
+        finally:
+            await world.stop()
