@@ -33,7 +33,7 @@ LOOKUPS: dict[str, tuple[str, tuple[Any, ...], str]] = {
     ),
     "spent in a refill window": (
         ledger.SQL_SPENT,
-        ("p", "u", "2024-03-01", "2024-03-02", 0.0),
+        ("p", "u", "erased-u", "2024-03-01", "2024-03-02", 0.0),
         "usage_by_user_day|usage_by_day",
     ),
     "unfinished jobs": (
@@ -66,7 +66,7 @@ LOOKUPS: dict[str, tuple[str, tuple[Any, ...], str]] = {
     ),
     "usage of a user": (
         ledger.SQL_USAGE_FOR_USER,
-        ("p", "u", "d"),
+        ("p", "u", "erased-u", "d"),
         "usage_by_user_day|usage_by_day",
     ),
     "slack installation": (
@@ -83,6 +83,11 @@ LOOKUPS: dict[str, tuple[str, tuple[Any, ...], str]] = {
     "ban": (
         moderation.SQL_BANNED_UNTIL,
         ("slack", "U", 0.0),
+        "PRIMARY KEY|moderation_offences_pkey",
+    ),
+    "refused prompts kept by forget-me": (
+        moderation.SQL_KEPT_OFFENCES,
+        ("slack", "erased-u", "d"),
         "PRIMARY KEY|moderation_offences_pkey",
     ),
     "saved options": (
