@@ -5,9 +5,9 @@ rows stay. Every kind the store and the playground count has its label. A job st
 erased when it finishes instead of posted — also by the process that takes it over after a
 restart, on SQLite and PostgreSQL — its charge still counted against the user's budget under a
 name derived from their id; one whose result is being posted as the deletion runs stays, and the
-confirmation says so. Deleting one's data resets no budget: a user who spent the day's credits,
-or chat tokens, is refused again after it, and both answers say that today's spend still
-counts."""
+confirmation says so. Deleting one's data resets no limit: a user who spent the day's credits,
+or chat tokens, is refused again after it, the day's refused prompts still count toward a ban,
+and both answers say that today's spend and refused prompts still count."""
 
 from __future__ import annotations
 
@@ -23,12 +23,14 @@ from bot.features.audit import AuditTrail
 from bot.features.chat import ChatDefaults
 from bot.features.jobs import Tiers
 from bot.features.jobs.messages import ERASED_TEXT
+from bot.features.moderation import Moderation
 from bot.features.retention import ForgetFeature
 from bot.features.retention.forget import KINDS
 from bot.kernel import (
     ButtonPress,
     Command,
     LimitsSettings,
+    ModerationSettings,
     OutMessage,
     Place,
     QuotasSettings,
@@ -312,3 +314,27 @@ async def test_a_user_who_spent_the_days_chat_tokens_is_refused_again_after_dele
             assert f"Chat tokens today (UTC): {used:,} of 5 used, 0 left" in usage
         finally:
             await world.stop()
+
+
+async def test_the_days_refused_prompts_still_count_toward_a_ban_after_deleting_ones_data(
+    tmp_path: Path,
+) -> None:
+    """/forget-me does not start the day's bans over: the refused prompt after it is the day's
+    2nd, and earns the 2nd's ban."""
+    rules = ModerationSettings(words={"nsfw": ["nude"]}, ban_minutes=[0, 60])
+    platform = PrivatePlatform()
+
+    def screen(parts: Parts) -> Moderation:
+        return Moderation(rules, parts.store.moderation, audit=AuditTrail(parts.store.audit, 90))
+
+    async with harness(tmp_path, platform=platform, features=forget_me, screen=screen) as bot:
+        alice = bot.actor(USER.id)
+        await alice.command("imagine", prompt="a nude fox")
+        assert "refused prompt" not in platform.ephemerals_for(USER.id)[-1], "no ban for the 1st"
+        await forget(bot.core, platform, USER, JOBS_PLACE)
+
+        await alice.command("imagine", prompt="a nude fox")
+        refused = platform.ephemerals_for(USER.id)[-1]
+        second = "It is your 2nd refused prompt today: genbot takes no prompts from you for 60 min"
+        assert second in refused
+        assert bodies(bot.sim, "/gen/v2/imagine") == []
