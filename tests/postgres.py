@@ -101,6 +101,15 @@ class PostgresCluster:
         return [*self.run_as, str(self.bindir / "pg_ctl"), "-D", str(self.folder / "data"),
                 "-m", "immediate", "-w", "stop"]  # fmt: skip
 
+    def restart(self) -> None:
+        """Restart the server (``pg_ctl restart -m fast``): every connection to it fails."""
+        subprocess.run(
+            [*self.run_as, str(self.bindir / "pg_ctl"), "-D", str(self.folder / "data"),
+             "-l", str(self.folder / "log"), "-m", "fast", "-w", "-t", str(START_TIMEOUT),
+             "restart"],
+            capture_output=True, timeout=START_TIMEOUT + 10, check=True,
+        )  # fmt: skip
+
     def watch(self) -> None:
         """Start :mod:`tests.postgres_watch`: if this process dies without :meth:`stop` (a
         killed pytest), the watch stops the server and removes its folder."""

@@ -12,7 +12,9 @@ them.
 Locks between processes are session advisory locks, each held (or awaited) on a connection of
 its own from a second pool, so long holds cannot starve statements; ``pg_advisory_lock`` queues
 the processes that ask in the order they asked, and the server drops a dead process's locks
-with its connection. Notices are ``LISTEN`` on a connection of their own.
+with its connection. A live holder whose connection is lost (a restart, a terminated backend)
+takes its lock again at once (:mod:`storage.postgres.kept_lock`). Notices are ``LISTEN`` on a
+connection of their own.
 """
 
 from __future__ import annotations
@@ -30,6 +32,7 @@ from psycopg.conninfo import conninfo_to_dict
 from psycopg.rows import DictRow
 
 from storage.errors import StorageError, StoreClosedError
+from storage.postgres.kept_lock import SQL_LOCK, KeptLock, key_sql
 from storage.postgres.pool import Connection, ConnectionPool, PoolClosed, PoolTimeout
 from storage.sql.dialect import POSTGRES
 from storage.sql.session import Row, Session, Values
@@ -43,8 +46,6 @@ POOL_TIMEOUT: Final = 30.0
 """Seconds a call waits for a free connection when all ``pool_size`` are in use."""
 GRACE_SECONDS: Final = 5.0
 """How long past ``statement_timeout`` genbot waits for the server's own cancellation."""
-SQL_LOCK: Final = "SELECT pg_advisory_lock({})"
-SQL_UNLOCK: Final = "SELECT pg_advisory_unlock({})"
 
 
 class ConnectionLost(StorageError):
@@ -151,7 +152,8 @@ class PostgresDatabase:
     async def lock(self, key: str | int, *, wait: float, name: str) -> AsyncIterator[None]:
         """Hold ``key``'s session advisory lock for the block (see the module docstring); only
         the wait for it is bounded, not the block. A connection whose lock state is in doubt
-        (an error, a cancelled wait) is closed, never reused."""
+        (an error, a cancelled wait) is closed, never reused. Lost with its connection while
+        the block runs, the lock is taken again at once (:class:`KeptLock`)."""
         async with contextlib.AsyncExitStack() as stack:
             try:
                 async with asyncio.timeout(wait):
@@ -163,10 +165,11 @@ class PostgresDatabase:
                 raise StorageError(f"no connection for {name} ({self.where})") from error
             except psycopg.Error as error:
                 raise StorageError(f"taking {name} failed ({self.where}): {error}") from error
+            kept = KeptLock(conn, key, name=name, url=self.url, connect_timeout=CONNECT_TIMEOUT)
             try:
                 yield
             finally:
-                await _unlock(conn, key, name)
+                await kept.release()
 
     async def listen(self, channel: str) -> AsyncIterator[str | None]:
         """``LISTEN`` on a connection of its own (see :meth:`Database.listen`); channels are
@@ -291,26 +294,9 @@ class _Statements:
         return [await c.fetchall() if c.description is not None else [] for c in cursors]
 
 
-def _key(key: str | int) -> str:
-    return "%s" if isinstance(key, int) else "hashtextextended(%s, 0)"
-
-
 async def _lock(conn: Connection, key: str | int) -> None:
     try:
-        await conn.execute(SQL_LOCK.format(_key(key)), (key,))
-    except BaseException:
-        await conn.close()
-        raise
-
-
-async def _unlock(conn: Connection, key: str | int, name: str) -> None:
-    """Release the lock; if that fails the connection is closed, which releases it too (a
-    lost connection already had: the holder may then have overlapped another, so say so)."""
-    try:
-        await conn.execute(SQL_UNLOCK.format(_key(key)), (key,))
-    except psycopg.Error as error:
-        log.warning("%s's connection failed while it was held: %s", name, error)
-        await conn.close()
+        await conn.execute(SQL_LOCK.format(key_sql(key)), (key,))
     except BaseException:
         await conn.close()
         raise

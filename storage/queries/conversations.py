@@ -312,6 +312,12 @@ class ConversationLocks:
 
     db: Database
 
+    @property
+    def shared(self) -> bool:
+        """Whether other processes take these locks too (PostgreSQL); on SQLite one process
+        owns the database and the lock is nothing to take."""
+        return self.db.dialect.shared
+
     @asynccontextmanager
     async def conversation_lock(
         self, conversation_id: int, *, wait: float | None = None
@@ -321,17 +327,19 @@ class ConversationLocks:
         (PostgreSQL advisory lock; released if the holder's process dies). Raises
         :class:`StorageError` when it cannot be had in time.
 
-        The order of a conversation's turns holds while the lock's connection lives
-        (PostgreSQL). When it is lost in the middle of a turn (a server restart, a terminated
-        backend), the server drops the lock with it: the turn goes on to its end (its answer
-        is already streaming) and is saved, and a turn of the same conversation reaching
-        another process meanwhile may start before it ends, answering from the history as it
-        was. Both answers are kept in the order they were saved, and the loss is logged when
-        the first turn ends. Aborting the turn would throw away an answer that is almost
-        always fine; taking the lock again could stall a streaming answer behind the next
-        turn. Within one process, turns of one conversation are serialized anyway
-        (:mod:`adapters.runner`). ``wait`` bounds the wait for it (``LOCK_WAIT_SECONDS`` as it
-        is when asked, unless given)."""
+        The lock is held on a connection of its own (PostgreSQL). When that connection is
+        lost in the middle of a turn (a server restart, a terminated backend), the server drops
+        the lock with it: the holder logs it at once and takes the lock again as soon as the
+        server answers (:mod:`storage.postgres.kept_lock`), so the others see the turn under way
+        again within moments (:mod:`bot.features.chat.interrupted` allows for them). The turn
+        itself goes on meanwhile (its answer is already streaming) and is saved; a turn of the
+        same conversation reaching another process in that moment may start before it ends,
+        answering from the history as it was — the holder then queues behind it to hold the
+        lock again. Both answers are kept in the order they were saved. Aborting the turn would
+        throw away an answer that is almost always fine; making it wait for the lock would stall
+        a streaming answer behind the next turn. Within one process, turns of one conversation
+        are serialized anyway (:mod:`adapters.runner`). ``wait`` bounds the wait for it
+        (``LOCK_WAIT_SECONDS`` as it is when asked, unless given)."""
         key = f"genbot.conversation.{conversation_id}"
         bound = LOCK_WAIT_SECONDS if wait is None else wait
         async with self.db.lock(key, wait=bound, name="a conversation lock"):

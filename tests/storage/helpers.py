@@ -3,8 +3,9 @@
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import sys
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Iterable
 from contextlib import asynccontextmanager
 
 import psycopg
@@ -36,6 +37,10 @@ LOCK_WAITERS = (
     " AND ((classid::bigint << 32) | objid::bigint) = hashtextextended(%s, 0)"
 )
 SQL_LOCK_WAITERS = "SELECT COUNT(*) FROM " + LOCK_WAITERS
+SQL_LOCK_HOLDERS = (
+    "SELECT pid FROM pg_locks WHERE locktype = 'advisory' AND granted AND objsubid = 1"
+    " AND ((classid::bigint << 32) | objid::bigint) = hashtextextended(%s, 0)"
+)
 SQL_TERMINATE_LOCK_WAITERS = "SELECT pg_terminate_backend(pid) FROM " + LOCK_WAITERS
 TABLE_WAITERS = "pg_locks WHERE relation = %s::regclass AND NOT granted"
 SQL_STATEMENT_WAITERS = (
@@ -102,6 +107,35 @@ async def until_waiting_for_lock(url: str, key: str, count: int = 1) -> None:
     (a conversation's is ``genbot.conversation.<id>``): what orders their turns, seen on the
     server instead of guessed with sleeps. At most 30 s."""
     await _until_counted(url, SQL_LOCK_WAITERS, key, count)
+
+
+def lock_holders(url: str, key: str) -> list[int]:
+    """The backends holding the lock of ``key`` on the PostgreSQL server at ``url`` now."""
+    with psycopg.connect(url, autocommit=True) as conn:
+        return [int(row[0]) for row in conn.execute(SQL_LOCK_HOLDERS, (key,))]
+
+
+def cut_lock_holders(url: str, key: str) -> list[int]:
+    """Terminate the backends holding the lock of ``key`` (their connections fail under
+    their holders, which live on); their pids."""
+    holders = lock_holders(url, key)
+    with psycopg.connect(url, autocommit=True) as conn:
+        for pid in holders:
+            conn.execute("SELECT pg_terminate_backend(%s)", (pid,))
+    return holders
+
+
+async def until_lock_held_again(url: str, key: str, lost: Iterable[int]) -> int:
+    """Until a backend not among ``lost`` holds the lock of ``key`` (asked again through a
+    new connection each time: the server may be restarting); its pid. At most 30 s."""
+    gone = set(lost)
+    async with asyncio.timeout(30):
+        while True:
+            with contextlib.suppress(psycopg.OperationalError):
+                holders = await asyncio.to_thread(lock_holders, url, key)
+                if fresh := [pid for pid in holders if pid not in gone]:
+                    return fresh[0]
+            await asyncio.sleep(0.05)
 
 
 async def until_waiting_for_table(url: str, table: str) -> None:

@@ -21,15 +21,19 @@ complete answer: 🔁 answers the message as it regenerates any answer. One answ
 answer began before the process ended: settled as above) or followed by a newer message is only
 marked done.
 
-Answers carry no owner. Whether one still has a live writer is read from the locks its turn
-holds while it streams: the chat engine's lock of the conversation in its own process, and the
+Answers carry no owner. Whether one still has a live writer is read from the locks its turn holds
+while it streams: the chat engine's lock of the conversation in its own process, and the
 conversation's lock across processes (:class:`storage.ConversationLocks`, a PostgreSQL session
-advisory lock, which the server drops when the holder's connection goes with its process). An
-answer stored ``streaming`` whose conversation this process is not answering and whose
-conversation lock it can take at once has nobody to finish it. On SQLite one process owns the
-database: the engine's lock alone says it. A conversation busy elsewhere is left for the next
-sweep: the answer streams there, or that process answers a newer turn and the answer is settled
-once it is done.
+advisory lock, which the server drops when the holder's connection goes with its process). An answer
+stored ``streaming`` whose conversation this process is not answering and whose conversation lock it
+can take at once has nobody to finish it — provided the lock stays free a while: a live holder's
+lock is dropped with its connection too (a terminated backend, a server restart), and the holder
+takes it again at once (:mod:`storage.postgres.kept_lock`), so a sweep that finds it free looks
+again :data:`LOST_LOCK_SECONDS` later and settles only an answer whose conversation is still free
+then (one that ended meanwhile is no longer ``streaming``). On SQLite one process owns the database:
+the engine's lock alone says it. A conversation busy elsewhere is left for the next sweep: the
+answer streams there, or that process answers a newer turn and the answer is settled once it is
+done.
 """
 
 from __future__ import annotations
@@ -84,6 +88,10 @@ BUSY_WAIT_SECONDS = 1.0
 """How long a sweep waits for a conversation's lock before leaving it for the next."""
 BATCH = 100
 """The most answers one sweep settles."""
+LOST_LOCK_SECONDS = 5.0
+"""How long a conversation's lock must stay free, from a first look to a second, before its
+answer left streaming is settled (PostgreSQL): a live holder whose connection failed holds it
+again within a second of the server answering (:mod:`storage.postgres.kept_lock`)."""
 
 
 def place_of(conversation: Conversation) -> Place:
@@ -141,9 +149,17 @@ class InterruptedAnswers:
             await asyncio.gather(task, return_exceptions=True)
 
     async def sweep(self) -> int:
-        """Settle the answers nobody streams any more; how many were settled."""
+        """Settle the answers nobody streams any more; how many were settled. Where other
+        processes share the locks, an answer is settled only when its conversation was free
+        at a first look and still is :data:`LOST_LOCK_SECONDS` later (see the module
+        docstring)."""
+        found = await self.conversations.streaming_answers(BATCH)
+        if self.locks.shared and found:
+            found = [answer for answer in found if await self._free(*answer)]
+            if found:
+                await asyncio.sleep(LOST_LOCK_SECONDS)
         settled = 0
-        for conversation_id, turn_id in await self.conversations.streaming_answers(BATCH):
+        for conversation_id, turn_id in found:
             lock = self.turn_lock(conversation_id)
             if lock.locked():
                 continue
@@ -157,6 +173,18 @@ class InterruptedAnswers:
                     log.info("left the answer of turn %d streaming for now: %s", turn_id, error)
         self.settled += settled
         return settled
+
+    async def _free(self, conversation_id: int, turn_id: int) -> bool:
+        """Whether nobody answers the conversation now: this process does not, and its lock
+        across processes can be had (it is let go at once)."""
+        if self.turn_lock(conversation_id).locked():
+            return False
+        try:
+            async with self.locks.conversation_lock(conversation_id, wait=BUSY_WAIT_SECONDS):
+                return True
+        except StorageError as error:
+            log.info("left the answer of turn %d streaming for now: %s", turn_id, error)
+            return False
 
     async def _sweeping(self) -> None:
         while True:

@@ -2,7 +2,8 @@
 answer each turn once and in the order they asked for the conversation; three streaming answers
 into one channel together stay within its write limit (the platform answers no 429); ⏹ Stop
 pressed on a process that does not stream the answer stops it on the one that does; an answer
-one process streams is settled by another only once the first is gone."""
+one process streams is settled by another only once the first is gone, not when only the
+connection holding its conversation's lock failed."""
 
 from __future__ import annotations
 
@@ -11,7 +12,9 @@ import contextlib
 from pathlib import Path
 from typing import Any
 
-from bot.features.chat import ChatEngine
+import pytest
+
+from bot.features.chat import ChatEngine, interrupted
 from bot.features.chat.controls import (
     BAD_LABEL,
     GOOD_LABEL,
@@ -32,7 +35,11 @@ from tests.bot.features.chat.test_interrupted import HeldEdits
 from tests.bot.harness import Parts, running_genbot
 from tests.fakes.platform import Actor, FakePlatform, PostedMessage
 from tests.postgres import PostgresCluster
-from tests.storage.helpers import conversation_history, until_waiting_for_lock
+from tests.storage.helpers import (
+    conversation_history,
+    cut_lock_holders,
+    until_waiting_for_lock,
+)
 
 ENGINES: dict[int, ChatEngine] = {}
 
@@ -209,11 +216,12 @@ async def test_stop_pressed_on_another_process_stops_the_answer_where_it_streams
 
 
 async def test_an_answer_is_settled_by_another_process_once_its_own_ended(
-    postgres: PostgresCluster, tmp_path: Path
+    postgres: PostgresCluster, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     """The second process leaves the first's streaming answer alone (the first holds the
     conversation's lock), and settles it once the first is gone (its turn cancelled: the lock
     released, the answer left ``streaming``)."""
+    monkeypatch.setattr(interrupted, "LOST_LOCK_SECONDS", 0.1)
     platform = HeldEdits(hold_from=3)
     on_postgres: dict[str, Any] = {
         "platform": platform,
@@ -254,3 +262,57 @@ async def test_an_answer_is_settled_by_another_process_once_its_own_ended(
             t for t in await conversation_history(store.conversations, 1) if t.role == "assistant"
         ]
         assert (turn.state, turn.content) == ("interrupted", live.text)
+
+
+async def test_an_answer_whose_lock_connection_was_cut_is_never_settled_while_it_streams(
+    postgres: PostgresCluster, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The first process's connection holding the conversation's lock is terminated while it
+    streams an answer: it holds the lock again at once, so the second process's sweep, which
+    found the lock free, settles nothing (no _(interrupted)_ note on a live answer), and the
+    answer ends once, as the first writes it."""
+    monkeypatch.setattr(interrupted, "LOST_LOCK_SECONDS", 0.5)
+    platform = FakePlatform(profile=ROOMY)
+    url = postgres.create_database()
+    on_postgres: dict[str, Any] = {
+        "platform": platform,
+        "storage_url": url,
+        "conversations": chat_engine,
+    }
+    words = " ".join(f"fox{number}" for number in range(60))
+    async with (
+        serve(sim_config(time_scale=5.0)) as sim,
+        running_genbot(sim, tmp_path / "a.db", **on_postgres) as first,
+        running_genbot(sim, tmp_path / "b.db", **on_postgres) as second,
+        asyncio.timeout(60),
+    ):
+        asking = asyncio.create_task(Actor(first.core, platform, ALICE, DM).say(f"echo: {words}"))
+
+        def streaming() -> PostedMessage | None:
+            for message in platform.in_place(DM):
+                if "fox3 " in message.text and message.buttons:
+                    return message
+            return None
+
+        live = await platform.wait_for(streaming, 20, "the answer streaming")
+        assert len(cut_lock_holders(url, "genbot.conversation.1")) == 1
+        store = second.store
+        other = InterruptedAnswers(
+            store.conversations,
+            store.conversation_locks,
+            store.settings,
+            second.parts.outbox,
+            chat_engine(second.parts).turn_lock,
+        )
+        assert await other.sweep() == 0
+        assert "fox59" not in live.text, "the answer still streamed as the sweep ended"
+        await asking
+        assert await other.sweep() == 0
+        assert [m.text for m in platform.in_place(DM)] == [words]
+        assert all(INTERRUPTED_NOTE not in shown.text for shown in live.history)
+        assert [b.label for b in live.buttons] == [REGENERATE_LABEL, GOOD_LABEL, BAD_LABEL]
+        turns = await conversation_history(store.conversations, 1)
+        assert [(turn.role, turn.content, turn.state) for turn in turns] == [
+            ("user", f"echo: {words}", None),
+            ("assistant", words, None),
+        ]
