@@ -46,7 +46,7 @@ from bot.features.chat.history import (
     user_message,
 )
 from bot.features.chat.image_links import HostImage, ImageLinks
-from bot.features.chat.regenerate import replace_answer
+from bot.features.chat.regenerate import replace_answer, replaceable
 from bot.features.chat.renderer import RenderResult
 from bot.features.chat.requests import (
     VISION_MODEL,
@@ -344,9 +344,11 @@ class ChatEngine:
                     author=event.user.id,
                 )
                 metrics.CHAT_CONTROLS.labels(place.platform, "edit").inc()
-                await self._note_version(found.id, branches, new_turn, Target(found, place, event))
-                history = await self._history(found.id, params)
-                await self.answerer.answer(Target(found, place, event), event.user, params, history)
+                target = Target(found, place, event)
+                async with self._awaiting_answer(new_turn):
+                    await self._note_version(found.id, branches, new_turn, target)
+                    history = await self._history(found.id, params)
+                    await self.answerer.answer(target, event.user, params, history)
 
     async def _edited_turn(self, conversation_id: int, event: UserMessage) -> ChatMessage | None:
         """The live user turn ``event``'s message is now (an edit handled before this one
@@ -463,22 +465,27 @@ class ChatEngine:
         """Switch ``conversation`` to the vision model and answer its last message."""
         async with self._turn(conversation.id):
             newest = await self.store.conversations.conversation_tail(conversation.id, max_tokens=0)
-            if not any(turn.role == "user" for turn in newest):
+            asked = next((turn for turn in newest if turn.role == "user"), None)
+            if asked is None:
                 raise UserError(_("There is no message in this conversation to answer."))
             if conversation.model == VISION_MODEL and newest[-1].role != "user":
                 raise UserError(_("This conversation already uses {model}.", model=VISION_MODEL))
-            await self.store.conversations.update_conversation(conversation.id, model=VISION_MODEL)
-            switched = await self.store.conversations.get_conversation(conversation.id)
-            assert switched is not None
-            switched_note = OutMessage(
-                _("Switched this conversation to {model}.", model=VISION_MODEL)
-            )
-            shown_at = MessageRef(event.place, event.message_id)
-            await self.outbox.write(event.place, Edit(shown_at, switched_note), WritePolicy.RAISE)
-            params = await self._params(event.user, event.place, switched)
-            history = await self._history(switched.id, params)
-            target = Target(switched, event.place, event)
-            await self.answerer.answer(target, event.user, params, history)
+            async with self._awaiting_answer(asked.id):
+                await self._switch_to_vision(event, conversation)
+
+    async def _switch_to_vision(self, event: ButtonPress, conversation: Conversation) -> None:
+        """Store ``conversation``'s model as the vision model, say so on the pressed message
+        and answer the conversation's newest message."""
+        await self.store.conversations.update_conversation(conversation.id, model=VISION_MODEL)
+        switched = await self.store.conversations.get_conversation(conversation.id)
+        assert switched is not None
+        switched_note = OutMessage(_("Switched this conversation to {model}.", model=VISION_MODEL))
+        shown_at = MessageRef(event.place, event.message_id)
+        await self.outbox.write(event.place, Edit(shown_at, switched_note), WritePolicy.RAISE)
+        params = await self._params(event.user, event.place, switched)
+        history = await self._history(switched.id, params)
+        target = Target(switched, event.place, event)
+        await self.answerer.answer(target, event.user, params, history)
 
     async def _regenerate(
         self, event: ButtonPress, conversation: Conversation, turn: ChatMessage
@@ -489,11 +496,13 @@ class ChatEngine:
             self.caps.answering(event.place.platform, event.user),
             self._turn(conversation.id),
         ):
-            await replace_answer(self.store.conversations, self.outbox, event, conversation, turn)
-            metrics.CHAT_CONTROLS.labels(event.place.platform, "regenerate").inc()
-            history = await self._history(conversation.id, params)
-            target = Target(conversation, event.place, event)
-            await self.answerer.answer(target, event.user, params, history)
+            replacing = await replaceable(self.store.conversations, event, conversation, turn)
+            async with self._awaiting_answer(replacing.asked.id):
+                await replace_answer(self.store.conversations, self.outbox, event, replacing)
+                metrics.CHAT_CONTROLS.labels(event.place.platform, "regenerate").inc()
+                history = await self._history(conversation.id, params)
+                target = Target(conversation, event.place, event)
+                await self.answerer.answer(target, event.user, params, history)
 
     async def _switch(
         self, event: ButtonPress, conversation: Conversation, turn: ChatMessage
@@ -636,9 +645,8 @@ class ChatEngine:
                 platform_message_ids=message_ids,
                 channel_id=came_from.channel_id,
                 author=user.id,
-                state="streaming",
             )
-            try:
+            async with self._awaiting_answer(turn_id):
                 if told is not None:
                     await self._tell(target, told)
                 if images and not params.sees_images:
@@ -646,9 +654,21 @@ class ChatEngine:
                     if not answered:
                         return None
                 return await self.answerer.answer(target, user, params, history)
-            finally:
-                if not self._stopping():
-                    await asyncio.shield(self._done_with(turn_id))
+
+    @contextlib.asynccontextmanager
+    async def _awaiting_answer(self, turn_id: int) -> AsyncIterator[None]:
+        """The user's turn ``turn_id`` waits for its answer while the block runs: it is stored
+        ``streaming`` as the block begins and done when it ends, however it ends, unless the
+        process is stopping (the router draining): then it is left for the process that
+        outlives this one to note as not answered (:mod:`bot.features.chat.interrupted`).
+        Every answer to a user's turn starts here, before anything of it is shown: a new
+        message, an edit, the vision switch and 🔁."""
+        try:
+            await self.store.conversations.update_message(turn_id, state="streaming")
+            yield
+        finally:
+            if not self._stopping():
+                await asyncio.shield(self._done_with(turn_id))
 
     async def _done_with(self, turn_id: int) -> None:
         """The user's turn ``turn_id`` is no longer waiting for its answer (a failure to say

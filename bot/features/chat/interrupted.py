@@ -19,7 +19,9 @@ Settling one that is still the conversation's newest turn posts a note under it,
 answered… press 🔁)_, stored as its answer (state ``interrupted``), with the controls of a
 complete answer: 🔁 answers the message as it regenerates any answer. One answered since (its
 answer began before the process ended: settled as above) or followed by a newer message is only
-marked done.
+marked done. A message is stored so whenever an answer to it starts: when it comes, and when it
+is answered again (its edit, the vision switch, 🔁; the answers 🔁 replaced do not count as
+answering it).
 
 Answers carry no owner. Whether one still has a live writer is read from the locks its turn holds
 while it streams: the chat engine's lock of the conversation in its own process, and the
@@ -227,9 +229,10 @@ class InterruptedAnswers:
         """A user's turn whose process ended before its answer began: when it is still the
         newest turn, a note says it was not answered, with 🔁 to answer it (stored as its
         answer, ``interrupted``, so 🔁 regenerates it as any answer); a turn answered since,
-        or followed by a newer one, is only marked done."""
+        or followed by a newer one, is only marked done. The answers a 🔁 replaced (and what
+        came with them) do not count: that 🔁's answer is the one it waited for."""
         newest = await self.conversations.conversation_tail(conversation.id, max_tokens=0)
-        if [later.id for later in newest] != [turn.id]:
+        if [later.id for later in newest if later.state != "replaced"] != [turn.id]:
             await self.conversations.update_message(turn.id, state=None)
             return 0
         place = place_of(conversation)

@@ -10,6 +10,8 @@ answer's last) loses its controls and says it was replaced: it keeps the text it
 
 from __future__ import annotations
 
+from dataclasses import dataclass
+
 from bot.features.chat.controls import check_answer_for
 from bot.features.chat.redraw import controls_message, shown_text
 from bot.kernel import N_, ButtonPress, MessageRef, OutMessage, UserError, _
@@ -21,17 +23,24 @@ ONLY_THE_NEWEST = N_("Only the newest answer of a conversation can be regenerate
 ALREADY_REGENERATED = N_("This answer was already regenerated: the new one is below.")
 
 
-async def replace_answer(
-    store: ConversationStore,
-    outbox: Outbox,
-    event: ButtonPress,
-    conversation: Conversation,
-    turn: ChatMessage,
-) -> None:
-    """Mark ``turn`` (the newest answer) and what came with it replaced, and say so on the
-    pressed message; :class:`UserError` when ``turn`` is not the newest answer or not the
-    presser's, or was replaced since it was read (🔁 pressed twice at once: the presses wait
-    for the conversation's lock in turn, and only the first regenerates)."""
+@dataclass(frozen=True)
+class Replacing:
+    """What one 🔁 press replaces: the newest answer as stored now, with every turn after the
+    message it answers (``after``: the answer among them), and that message (``asked``), which
+    the new answer answers again."""
+
+    asked: ChatMessage
+    answer: ChatMessage
+    after: list[ChatMessage]
+
+
+async def replaceable(
+    store: ConversationStore, event: ButtonPress, conversation: Conversation, turn: ChatMessage
+) -> Replacing:
+    """What replacing ``turn`` (the newest answer) replaces; :class:`UserError` when ``turn``
+    is not the newest answer or not the presser's, or was replaced since it was read (🔁
+    pressed twice at once: the presses wait for the conversation's lock in turn, and only the
+    first regenerates). Nothing is changed."""
     check_answer_for(event, turn)
     current = await store.get_turn(conversation.id, turn.id)
     if current is None or current.state == "replaced":
@@ -40,8 +49,17 @@ async def replace_answer(
     after = newest[1:] if newest and newest[0].role == "user" else []
     if turn.id not in {later.id for later in after}:
         raise UserError(_(ONLY_THE_NEWEST))
+    return Replacing(newest[0], current, after)
+
+
+async def replace_answer(
+    store: ConversationStore, outbox: Outbox, event: ButtonPress, replacing: Replacing
+) -> None:
+    """Mark the answer :func:`replaceable` found and what came with it replaced, and say so
+    on the pressed message."""
+    current, after = replacing.answer, replacing.after
     max_text = outbox.profile(event.place.platform).max_text
-    position = next(index for index, later in enumerate(after) if later.id == turn.id)
+    position = next(index for index, later in enumerate(after) if later.id == current.id)
     drawn = controls_message(current, after[position + 1 :], max_text)
     kept = shown_text(current) if drawn is None else drawn.text
     noted = f"{kept}\n\n{_(REPLACED_NOTE)}"

@@ -10,19 +10,24 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+from collections.abc import Callable, Coroutine
 from pathlib import Path
+from typing import Any
 
+from bot.features.chat import VISION_LABEL, VISION_MODEL
 from bot.features.chat.controls import BAD_LABEL, GOOD_LABEL, REGENERATE_LABEL, STOP_LABEL
 from bot.features.chat.interrupted import INTERRUPTED_NOTE, NOT_ANSWERED_NOTE, InterruptedAnswers
+from bot.features.chat.regenerate import REPLACED_NOTE
 from bot.features.chat.renderer import MARKER
 from bot.features.chat.tokens import count_text
-from bot.kernel import Event, MessageRef, OutMessage, Place
+from bot.kernel import Attachment, Event, MessageRef, OutMessage, Place
 from tests.bot.features.chat.support import DM, ROOMY, ChatWorld, chat_world, sim_config
 from tests.fakes.platform import FakePlatform
 
 SLOW = 5.0
 """The simulator's time scale: a piece of the answer every 0.1 s."""
 WORDS = " ".join(f"fox{number}" for number in range(200))
+FOX = Attachment("fox.png", url="https://images.example/fox.png", content_type="image/png")
 
 
 class HeldEdits(FakePlatform):
@@ -170,8 +175,16 @@ async def test_an_answer_settled_after_a_newer_one_is_shown_gets_no_regenerate(
 async def unanswered(world: ChatWorld, platform: HeldPosts, text: str) -> None:
     """Alice says ``text`` and genbot stops before its answer is posted (its handler cancelled
     while the first post is held; the message is stored), then starts again."""
+    await stopped_during(world, platform, lambda: world.actor().say(text))
+
+
+async def stopped_during(
+    world: ChatWorld, platform: HeldPosts, doing: Callable[[], Coroutine[Any, Any, object]]
+) -> None:
+    """genbot stops while ``doing`` (what starts an answer) waits for its first post (its
+    handler cancelled while the post is held, as the drain does), then starts again."""
     platform.hold = True
-    asking = asyncio.create_task(world.actor().say(text))
+    asking = asyncio.create_task(doing())
     await asyncio.wait_for(platform.holding.wait(), 20)
     assert await settler(world).sweep() == 0, "this process still answers it"
     world.core.stop_intake()
@@ -253,3 +266,70 @@ async def test_an_unanswered_message_followed_by_a_newer_one_gets_no_note(tmp_pa
             ("user", None),
             ("assistant", None),
         ]
+
+
+async def noted(world: ChatWorld) -> None:
+    """The next process notes the newest message as not answered, and its 🔁 answers it."""
+    settling = settler(world)
+    assert await settling.sweep() == 1
+    assert await settling.sweep() == 0
+    note = world.posted_in(DM)[-1]
+    assert note.text == NOT_ANSWERED_NOTE
+    assert [b.label for b in note.buttons] == [REGENERATE_LABEL, GOOD_LABEL, BAD_LABEL]
+    await world.actor().press(note, REGENERATE_LABEL)
+    assert [b.label for b in note.buttons] == []
+    turns = await world.store.conversations.conversation_tail(1, max_tokens=10**9)
+    assert [(t.role, t.state) for t in turns[-2:]] == [
+        ("assistant", "replaced"),
+        ("assistant", None),
+    ]
+    assert not await world.store.conversations.streaming_answers(10)
+
+
+async def test_an_edit_whose_answer_never_began_is_noted_by_the_next_process(
+    tmp_path: Path,
+) -> None:
+    platform = HeldPosts()
+    async with chat_world(tmp_path, platform=platform) as world:
+        alice = world.actor()
+        await alice.say("echo: one")
+        second = await alice.say("echo: two")
+        await stopped_during(world, platform, lambda: alice.edit(second, "echo: TWO"))
+        assert world.texts_in(DM) == ["one", "two"]
+        await noted(world)
+        assert world.texts_in(DM)[-1] == "TWO"
+        sent = world.chat_bodies()[-1]["messages"]
+        assert [m["content"] for m in sent if m["role"] != "system"] == [
+            "echo: one",
+            "one",
+            "echo: TWO",
+        ]
+
+
+async def test_a_vision_switch_whose_answer_never_began_is_noted_by_the_next_process(
+    tmp_path: Path,
+) -> None:
+    platform = HeldPosts()
+    async with chat_world(tmp_path, platform=platform) as world:
+        alice = world.actor()
+        await alice.say("What is in this picture?", attachments=(FOX,))
+        [offer] = world.posted_in(DM)
+        await stopped_during(world, platform, lambda: alice.press(offer, VISION_LABEL))
+        assert world.texts_in(DM) == [f"Switched this conversation to {VISION_MODEL}."]
+        await noted(world)
+        assert world.chat_bodies()[-1]["model"] == VISION_MODEL
+        assert world.texts_in(DM)[-1].startswith(f"I see 1 image: {FOX.url}")
+
+
+async def test_a_regenerate_whose_answer_never_began_is_noted_by_the_next_process(
+    tmp_path: Path,
+) -> None:
+    platform = HeldPosts()
+    async with chat_world(tmp_path, platform=platform) as world:
+        alice = world.actor()
+        await alice.say("echo: once more")
+        [answer] = world.posted_in(DM)
+        await stopped_during(world, platform, lambda: alice.press(answer, REGENERATE_LABEL))
+        assert answer.text == f"once more\n\n{REPLACED_NOTE}" and answer.buttons == []
+        await noted(world)
+        assert world.texts_in(DM)[-1] == "once more"
