@@ -256,12 +256,11 @@ def _validate_functions(functions: Any) -> tuple[dict[str, Any], ...]:
         if name in seen:
             raise ChatRequestError(f"Function name {name!r} is given twice.", f"{param}.name")
         seen.add(name)
-        description = function.get("description")
-        if description is not None and not isinstance(description, str):
-            raise ChatRequestError(
-                f"'{param}.description' must be a string.", f"{param}.description"
-            )
         _validate_parameters_schema(function.get("parameters"), f"{param}.parameters")
+        if not isinstance(function.get("description"), str):
+            raise ChatRequestError(
+                f"'{param}.description' is required and must be a string.", f"{param}.description"
+            )
     return tuple(functions)
 
 

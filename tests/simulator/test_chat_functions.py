@@ -33,6 +33,7 @@ GENERATE_IMAGE: dict[str, Any] = {
 }
 DESCRIBE_IMAGE: dict[str, Any] = {
     "name": "describe_image",
+    "description": "Prompts for an image",
     "parameters": {
         "type": "object",
         "properties": {"image_url": {"type": "string"}},
@@ -297,6 +298,7 @@ async def test_rule_values_respect_an_enum(
 ) -> None:
     function = {
         "name": "generate_image",
+        "description": "Create an image from a prompt",
         "parameters": {
             "type": "object",
             "properties": {"prompt": {"type": "string", "enum": ["cat", "dog"]}},
@@ -315,6 +317,7 @@ async def test_rule_value_goes_to_the_first_plain_string_property_when_unnamed(
 ) -> None:
     function = {
         "name": "generate_image",
+        "description": "Create an image from a prompt",
         "parameters": {
             "type": "object",
             "properties": {

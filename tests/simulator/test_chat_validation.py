@@ -18,6 +18,7 @@ from tests.simulator.test_chat_support import (
 IMAGE_PART = {"type": "image_url", "image_url": {"url": "https://img.test/cat.png"}}
 GENERATE = {
     "name": "generate_image",
+    "description": "Draw a picture",
     "parameters": {
         "type": "object",
         "properties": {"prompt": {"type": "string"}},
@@ -152,6 +153,21 @@ INVALID: list[tuple[str, Any, str | None]] = [
         with_functions({"name": "f", "description": 3, "parameters": {"type": "object"}}),
         "functions[0].description",
     ),
+    (
+        "function without description",
+        with_functions({"name": "f", "parameters": {"type": "object"}}),
+        "functions[0].description",
+    ),
+    (
+        "function description null",
+        with_functions({"name": "f", "description": None, "parameters": {"type": "object"}}),
+        "functions[0].description",
+    ),
+    (
+        "second function without description",
+        with_functions(GENERATE, {"name": "f", "parameters": {"type": "object"}}),
+        "functions[1].description",
+    ),
     ("function_call without functions", request("hi", function_call="auto"), "function_call"),
     (
         "function_call naming an unknown function",
@@ -247,6 +263,10 @@ ACCEPTED: list[tuple[str, dict[str, Any]]] = [
     ("nulls mean defaults", request("hi", stop=None, max_tokens=None, n=None, stream=None)),
     ("logit bias", request("hi", logit_bias={"50256": -100, "15339": 5.5})),
     ("function_call none with functions", with_functions(GENERATE, function_call="none")),
+    (
+        "function with an empty description",
+        with_functions({"name": "f", "description": "", "parameters": {"type": "object"}}),
+    ),
     (
         "assistant function call with null content",
         messages(

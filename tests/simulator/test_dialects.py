@@ -21,6 +21,7 @@ ROOT = Path(__file__).resolve().parents[2]
 CHAT = "/v1/chat/completions"
 DRAW = {
     "name": "generate_image",
+    "description": "Draw a picture",
     "parameters": {"type": "object", "properties": {"prompt": {"type": "string"}}},
 }
 DOCUMENTED_GRID_ACTIONS = {
