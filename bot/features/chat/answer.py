@@ -368,15 +368,19 @@ class Answerer:
         return await self._streamed(target, self.api.chat.stream(request), asked)
 
     async def _waiting(self, target: Target, call: Awaitable[T]) -> T:
-        """``call``'s result; rate-limit waits meanwhile are shown (:class:`WaitNotice`)."""
+        """``call``'s result; rate-limit waits meanwhile are shown (:class:`WaitNotice`), and
+        once it returns or fails the notice says which."""
         notice = WaitNotice(self.outbox, target)
         shown = ShownWait(notice.write)
+        through = False
         try:
             with observe_waits(shown):
-                return await call
+                result = await call
+            through = True
+            return result
         finally:
             await shown.close()
-            await notice.finish()
+            await notice.finish(through=through)
 
     async def _whole(self, target: Target, completion: ChatCompletion, asked: _Asked) -> _Outcome:
         """A non-streamed answer: a function call, or the text rendered at once. Its tokens

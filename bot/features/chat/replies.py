@@ -19,7 +19,7 @@ log = logging.getLogger(__name__)
 class WaitNotice:
     """The message telling a user their answer waits for the provider's rate limit: posted at
     the first wait worth showing, edited as the queue moves, and left as a short note of how
-    long it took."""
+    long it took and whether the request then went through."""
 
     def __init__(self, outbox: Outbox, target: Target) -> None:
         self.outbox = outbox
@@ -37,16 +37,20 @@ class WaitNotice:
         else:
             await self.outbox.write(self.ref.place, Edit(self.ref, message), WritePolicy.RAISE)
 
-    async def finish(self) -> None:
+    async def finish(self, *, through: bool) -> None:
+        """The wait is over: the request went through (``through``), or it ended otherwise
+        (refused, failed or cancelled: no answer follows, whatever the notice said last)."""
         if self.ref is None:
             return
-        waited = self.outbox.pacer.clock.monotonic() - self.started
-        note = OutMessage(
-            _(
-                "⏳ Your answer waited {time} for the provider's rate limit.",
-                time=about(waited),
+        waited = about(self.outbox.pacer.clock.monotonic() - self.started)
+        if through:
+            text = _("⏳ Your answer waited {time} for the provider's rate limit.", time=waited)
+        else:
+            text = _(
+                "⏳ Your answer waited {time} for the provider's rate limit and was not given.",
+                time=waited,
             )
-        )
+        note = OutMessage(text)
         try:
             await self.outbox.write(self.ref.place, Edit(self.ref, note), WritePolicy.RAISE)
         except Exception as error:

@@ -8,7 +8,15 @@ from pathlib import Path
 
 from bot.api.ratelimit import RequestPacer
 from bot.kernel import Place, User
-from tests.bot.features.chat.support import ALICE, BOB, BOB_DM, DM, chat_world, sim_config
+from tests.bot.features.chat.support import (
+    ALICE,
+    BOB,
+    BOB_DM,
+    CHAT_PATH,
+    DM,
+    chat_world,
+    sim_config,
+)
 from tests.sim_time import a_minute_passes_after_a_429, freeze
 
 CAROL = User("carol", "Carol")
@@ -56,3 +64,33 @@ async def test_a_provider_429_is_waited_out_and_past_the_bound_explained(
         assert world.platform.ephemerals_for("alice") == [
             "The provider is rate-limiting genbot; try again in about 10 min."
         ]
+
+
+async def test_a_wait_whose_retry_is_refused_says_the_answer_was_not_given(
+    tmp_path: Path,
+) -> None:
+    config = sim_config(chat_rpm=1, time_scale=0.05)
+    async with chat_world(tmp_path, config=config, tools=False) as world:
+        alice, bob = world.actor(ALICE, DM), world.actor(BOB, BOB_DM)
+        freeze(world.sim)
+        await alice.say("echo: one")
+
+        async def refuse_the_retry() -> None:
+            """Once genbot waits out the first 429, the simulator's minute lasts 600 s: its
+            next try is refused far past genbot's wait of 60 s."""
+            async with asyncio.timeout(10):
+                while 429 not in [r.status for r in world.sim.state.requests_to(CHAT_PATH)]:  # noqa: ASYNC110
+                    await asyncio.sleep(0.01)
+            world.sim.state.config = dataclasses.replace(world.sim.state.config, time_scale=10.0)
+
+        await asyncio.gather(bob.say("echo: two"), refuse_the_retry())
+        [notice] = world.posted_in(BOB_DM)
+        *waiting, last = [message.text for message in notice.history]
+        assert waiting
+        assert all(text.startswith("⏳ Your answer is waiting: the provider") for text in waiting)
+        assert last.startswith("⏳ Your answer waited about ")
+        assert last.endswith(" for the provider's rate limit and was not given.")
+        assert world.platform.ephemerals_for("bob") == [
+            "The provider is rate-limiting genbot; try again in about 10 min."
+        ]
+        assert [r.status for r in world.sim.state.requests_to(CHAT_PATH)] == [200, 429, 429]
