@@ -122,11 +122,11 @@ class FunctionParameters(RequestModel):
 
 
 class FunctionDefinition(RequestModel):
-    """A function the model may call. Each function has ``parameters`` (docs/provider.md,
-    "Chat"): a function that takes none is sent with an empty object schema."""
+    """A function the model may call. Each function has a ``description`` and ``parameters``
+    (docs/provider.md, "Chat"): a function that takes none is sent with an empty object schema."""
 
     name: str
-    description: str | None = None
+    description: str
     parameters: FunctionParameters = Field(default_factory=FunctionParameters)
 
     @field_validator("name")

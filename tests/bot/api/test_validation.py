@@ -92,6 +92,12 @@ CASES = [
         "stop may hold at most 4 sequences (got 5)",
     ),
     Case("n zero", chat(n=0), "n", "n must be at least 1 (got 0)"),
+    Case(
+        "function without a description",
+        chat(functions=[{"name": "generate_image", "parameters": {"type": "object"}}]),
+        "functions[0].description",
+        "functions[0].description is required",
+    ),
     Case("max_tokens zero", chat(max_tokens=0), "max_tokens", "max_tokens must be at least 1"),
     Case("no messages", chat(messages=[]), "messages", "messages must not be empty"),
     Case(
@@ -115,7 +121,9 @@ CASES = [
     Case(
         "function_call names an unknown function",
         chat(
-            functions=[{"name": "generate_image", "parameters": {"type": "object"}}],
+            functions=[
+                {"name": "generate_image", "description": "Draw", "parameters": {"type": "object"}}
+            ],
             function_call={"name": "paint"},
         ),
         "function_call",
