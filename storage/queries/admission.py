@@ -45,8 +45,11 @@ SQL_COMMANDED: Final = "SELECT * FROM jobs WHERE command_key = ?"
 SQL_JOB_EXISTS: Final = "SELECT 1 AS found FROM jobs WHERE id = ?"
 SQL_DERIVATIVE: Final = "SELECT * FROM jobs WHERE parent_job_id = ? AND action = ?"
 COUNTS_TOWARD_CAP: Final = "(status != 'cancelled' OR provider_id IS NOT NULL)"
-"""An active job counts toward its requester's cap unless it was cancelled while ``unknown``
-(the provider never confirmed it: no ``provider_id``), which gives its place back at once."""
+"""An active job counts toward its requester's cap, and its key's ``max_concurrent``, unless it
+was cancelled while ``unknown`` (the provider never confirmed it: no ``provider_id``), which gives
+its place back at once. A late webhook that adopts its task gives it a ``provider_id``: it counts
+once again while the provider runs it (one row per task: ``jobs_by_provider`` is unique), and its
+end (``failed``) frees the place."""
 SQL_COUNT_ACTIVE: Final = (
     "SELECT COUNT(*) AS n, SUM(CASE WHEN status = 'cancelled' THEN 1 ELSE 0 END) AS cancelled"
     " FROM jobs WHERE platform = ? AND requester_id = ?"
@@ -54,6 +57,7 @@ SQL_COUNT_ACTIVE: Final = (
 )
 SQL_KEY_ACTIVE: Final = (
     f"SELECT COUNT(*) AS n FROM jobs WHERE provider_key = ? AND status IN ({marks(len(_ACTIVE))})"
+    f" AND {COUNTS_TOWARD_CAP}"
 )
 SQL_KEY_TASKS: Final = (
     "SELECT COUNT(*) AS n FROM jobs WHERE provider_key = ? AND created_at >= ?"
@@ -64,7 +68,8 @@ SQL_REKEY: Final = (
     " RETURNING id"
 )
 SQL_KEY_USAGE: Final = (
-    f"SELECT provider_key, SUM(CASE WHEN status IN ({marks(len(_ACTIVE))}) THEN 1 ELSE 0 END)"
+    f"SELECT provider_key, SUM(CASE WHEN status IN ({marks(len(_ACTIVE))})"
+    f" AND {COUNTS_TOWARD_CAP} THEN 1 ELSE 0 END)"
     " AS active, SUM(CASE WHEN created_at >= ? AND status != 'create_failed' THEN 1 ELSE 0 END)"
     " AS tasks, SUM(CASE WHEN created_at >= ? THEN COALESCE(credits, 0) ELSE 0 END) AS credits"
     " FROM jobs WHERE provider_key IS NOT NULL"

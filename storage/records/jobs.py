@@ -89,8 +89,8 @@ ACTIVE_STATUSES: Final[frozenset[JobStatus]] = IN_FLIGHT_STATUSES | {
     "unknown",
     "cancelled",
 }
-"""What counts toward a user's concurrent-job cap (and what a webhook may still change); a
-``cancelled`` job without a ``provider_id`` does not count
+"""What counts toward a user's concurrent-job cap and a provider key's ``max_concurrent`` (and
+what a webhook may still change); a ``cancelled`` job without a ``provider_id`` does not count
 (:data:`storage.queries.admission.COUNTS_TOWARD_CAP`)."""
 UNFINISHED_STATUSES: Final[frozenset[JobStatus]] = ACTIVE_STATUSES | {
     "finished",
@@ -338,7 +338,8 @@ class QuotaRefusal:
 @dataclass(frozen=True)
 class KeyRoom:
     """A provider key a new job may go to: its ``name``, at most ``max_concurrent`` of its
-    jobs in ``ACTIVE_STATUSES`` and ``daily_tasks`` created per UTC day (0: no cap)."""
+    jobs in ``ACTIVE_STATUSES`` (counted as a requester's cap counts them: a job cancelled
+    while ``unknown`` holds no place) and ``daily_tasks`` created per UTC day (0: no cap)."""
 
     name: str
     max_concurrent: int = 0

@@ -73,3 +73,30 @@ async def test_a_given_key_is_kept_and_a_refused_job_moves_to_a_key_with_room(
     assert moved is not None and moved.provider_key == "good"
     assert await store.jobs.transition(made[0].id, "creating", "submitted", provider_id="t1")
     assert await store.admission.move_to_key(made[0].id, [KeyRoom("bad")]) is None
+
+
+async def test_a_task_counts_once_on_its_key_and_a_job_cancelled_unconfirmed_counts_none(
+    store: Store,
+) -> None:
+    # A job cancelled while unknown (the provider never confirmed it) frees its key's place at
+    # once, as it frees its requester's; a late webhook adopting its task counts that task once
+    # while it runs, and its end frees the place again.
+    keys = [KeyRoom("a", max_concurrent=1)]
+    made = await store.admission.create_job_within(new_job(), NO_QUOTA, keys)
+    assert not isinstance(made, QuotaRefusal)
+    job = made[0]
+    assert await store.jobs.transition(job.id, "creating", "unknown")
+    assert await store.jobs.transition(job.id, "unknown", "cancelled")
+    assert await store.admission.key_usage() == {"a": KeyUsage(0, 1)}
+    second = await created_key(store, keys, "second")
+    assert second == "a", "the cancelled unconfirmed job holds no place on its key"
+    (other,) = await store.tracking.list_unfinished_jobs({"creating"})
+    assert await store.jobs.transition(other.id, "creating", "create_failed")
+
+    assert await store.jobs.transition(job.id, "cancelled", "cancelled", provider_id="t1")
+    assert await store.admission.key_usage() == {"a": KeyUsage(1, 1)}, "adopted: counted once"
+    with pytest.raises(NoKeyRoom):
+        await created_key(store, keys, "third")
+    assert await store.jobs.transition(job.id, "cancelled", "failed", provider_id="t1")
+    assert await store.admission.key_usage() == {"a": KeyUsage(0, 1)}
+    assert await created_key(store, keys, "fourth") == "a"
