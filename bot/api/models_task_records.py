@@ -155,6 +155,18 @@ class MultiFetchResponse(ResponseModel):
             raw = {key: raw[key] for key in BRIEF_FIELDS if key in raw}
         return read_model(TaskRecord, raw, "multi_fetch record")
 
+    def misnamed(self, task_id: str) -> bool:
+        """Whether the record under ``task_id`` names another task, or none: it says nothing
+        of the task asked about (``null`` names none but says "unresolved")."""
+        raw = self.data.get(task_id)
+        return raw is not None and raw.get("task_id") != task_id
+
+    def named(self, task_id: str) -> str:
+        """The task the record under ``task_id`` names, for a log line: quoted, at most 80
+        characters."""
+        raw = self.data.get(task_id) or {}
+        return repr(raw.get("task_id"))[:80]
+
     def in_flight_as(self, task_id: str, status: str | None) -> bool:
         """Whether ``task_id``'s record says the task is still in flight in ``status`` (any
         status in flight, for :data:`ANY_IN_FLIGHT`), unread beyond its status: a poll that

@@ -16,8 +16,11 @@ class MultiFetchPart:
     ``records``, what it said of them as :meth:`~bot.api.tasks.TaskClient.multi_fetch` says it
     (``None`` for an id the provider answered ``null`` for, one it cannot resolve; an id the
     answer does not mention, and a task still in flight in the status the caller knows, left
-    out); ``error``, why the call failed (then ``records`` is empty)."""
+    out); ``misnamed``, the ids whose record names another task (or none): left out of
+    ``records`` and not answered by this call; ``error``, why the call failed (then ``records``
+    is empty)."""
 
     task_ids: tuple[str, ...]
     records: Mapping[str, TaskRecord | None] = field(default_factory=dict)
     error: ApiError | None = None
+    misnamed: frozenset[str] = frozenset()

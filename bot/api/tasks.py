@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import asyncio
 import functools
+import logging
 from collections.abc import AsyncGenerator, Collection, Iterable, Mapping
 from contextlib import aclosing
 
@@ -41,6 +42,8 @@ from bot.api.validation import (
     check_http_url,
     check_webhook_address,
 )
+
+log = logging.getLogger(__name__)
 
 PREFIX = "/gen/v2"
 MULTI_FETCH_CONCURRENCY = 4
@@ -142,14 +145,14 @@ class TaskClient:
         self, task_ids: Iterable[str], *, key: str = "", known: Mapping[str, str] | None = None
     ) -> dict[str, TaskRecord | None]:
         """Records of any number of tasks of one key's account, by id (``None`` for ids the
-        provider cannot resolve: answered ``null``; an id the answer does not mention is left
-        out, nothing learnt of it); a task still in flight reads as its id, type and status only
-        (:meth:`MultiFetchResponse.record`). ``known``: task id → the status the caller has
-        (``ANY_IN_FLIGHT``: whichever status in flight); a task still in flight in that status
-        is left out of the answer (the caller learns
-        nothing from it, and reading records was most of a poll's work: issue 32). Ids are
-        sent in calls of at most 50, a few at a time; the first call that fails raises its
-        error (the others are cancelled)."""
+        provider cannot resolve: answered ``null``; an id the answer does not mention, or whose
+        record names another task, is left out, nothing learnt of it; the latter is logged:
+        docs/provider.md#misnamed-record); a task still in flight reads as its id, type and
+        status only (:meth:`MultiFetchResponse.record`). ``known``: task id → the status the
+        caller has (``ANY_IN_FLIGHT``: whichever status in flight); a task still in flight in
+        that status is left out of the answer (the caller learns nothing from it, and reading
+        records was most of a poll's work: issue 32). Ids are sent in calls of at most 50, a few
+        at a time; the first call that fails raises its error (the others are cancelled)."""
         merged: dict[str, TaskRecord | None] = {}
         async with aclosing(self.multi_fetch_parts(task_ids, key=key, known=known)) as parts:
             async for answers in parts:
@@ -241,15 +244,24 @@ class TaskClient:
                 raise InvalidResponse(
                     f"multi_fetch failed: code {envelope.code}, {envelope.message}"
                 )
+            misnamed = frozenset(task_id for task_id in asked if envelope.misnamed(task_id))
+            for task_id in sorted(misnamed):
+                log.warning(
+                    "multi_fetch asked for task %s and answered a record naming task %s: "
+                    "ignored, the task is asked again",
+                    task_id,
+                    envelope.named(task_id),
+                )
             records = {
                 task_id: envelope.record(task_id)
                 for task_id in asked
                 if task_id in envelope.data
+                and task_id not in misnamed
                 and not envelope.in_flight_as(task_id, known.get(task_id))
             }
         except ApiError as error:
             return MultiFetchPart(asked, error=error)
-        return MultiFetchPart(asked, records)
+        return MultiFetchPart(asked, records, misnamed=misnamed)
 
     async def _create(self, endpoint: str, request: RequestModel, key: str) -> CreateTaskResponse:
         self.check(request)

@@ -188,7 +188,16 @@ class ProviderState:
         round): the progress message is edited only when the job moved, and in the background
         (:meth:`show_progress_soon`), so a round never waits for the platform's write windows
         (the time shown moves with the progress ticker, :mod:`bot.features.jobs.tracking.ticker`);
-        True then only if the job changed."""
+        True then only if the job changed. A record naming another task than the job's is
+        ignored (logged): it is no answer about this job."""
+        if job.provider_id is not None and record.task_id != job.provider_id:
+            log.warning(
+                "job %s: a record of task %r was given for its task %s; ignored",
+                job.id,
+                record.task_id[:80],
+                job.provider_id,
+            )
+            return False
         adopt: dict[str, Any] = {}
         if job.provider_id is None:
             adopt["provider_id"] = record.task_id
@@ -409,14 +418,25 @@ class ProviderState:
         alone, then those that came while one was being applied): their poll marks are one
         statement, the briefs among the jobs they have records of are read whole in one, and
         their moves go to storage together (one turn's :class:`MoveBatch`); each job the
-        provider is done with goes to delivery as it moves. When one job's apply fails, the
-        others' are waited for, then the first error is raised."""
-        asked = [batch[task_id] for part in parts for task_id in part.task_ids if task_id in batch]
+        provider is done with goes to delivery as it moves. A task whose record named another
+        task (:attr:`MultiFetchPart.misnamed`) was not answered: its job is neither marked nor
+        moved. When one job's apply fails, the others' are waited for, then the first error is
+        raised."""
+        answered_ids = [
+            task_id
+            for part in parts
+            for task_id in part.task_ids
+            if task_id in batch and task_id not in part.misnamed
+        ]
         if mark_polled:
-            await self._store.tracking.mark_polled(job.id for job in asked)
+            await self._store.tracking.mark_polled(batch[task_id].id for task_id in answered_ids)
         for part in parts:
             for task_id in part.task_ids:
-                if task_id in batch and task_id not in part.records:
+                if (
+                    task_id in batch
+                    and task_id not in part.records
+                    and task_id not in part.misnamed
+                ):
                     self._unresolved.pop(batch[task_id].id, None)
         answered = [
             (batch[task_id], record)

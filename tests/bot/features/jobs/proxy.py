@@ -12,7 +12,11 @@ request takes the next one:
 - ``rate_limited``: the proxy answers 429 without forwarding, with ``Retry-After:
   proxy.retry_after`` (left out when ``None``);
 - ``refused``: the proxy answers a creation refused in the body (200 ``status: failed``) with
-  ``proxy.refusal`` as its message, without forwarding.
+  ``proxy.refusal`` as its message, without forwarding;
+- ``misnamed``: the request is forwarded, and in its answer's ``data`` (a multi_fetch answer)
+  the record under each id of ``proxy.renames`` names the task that id maps to, its key
+  unchanged;
+- ``status``: the proxy answers ``proxy.status`` (with a JSON ``message``) without forwarding.
 
 Every other request is forwarded as is; ``proxy.forwarded`` keeps the path and body of each
 request that reached the provider.
@@ -21,6 +25,7 @@ request that reached the provider.
 from __future__ import annotations
 
 import asyncio
+import json
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 from typing import Literal
@@ -28,7 +33,7 @@ from typing import Literal
 import aiohttp
 from aiohttp import web
 
-Fault = Literal["lose", "hang", "bad_request", "rate_limited", "refused"]
+Fault = Literal["lose", "hang", "bad_request", "rate_limited", "refused", "misnamed", "status"]
 HOP_HEADERS = frozenset({"host", "content-length", "transfer-encoding", "connection"})
 HANG_LIMIT = 30.0
 
@@ -46,6 +51,8 @@ class FaultyProxy:
         self.base_url = ""
         self.retry_after: str | None = "1"
         self.refusal = "refused by the test proxy"
+        self.renames: dict[str, str] = {}
+        self.status = 418
         self._session: aiohttp.ClientSession | None = None
 
     async def _handle(self, request: web.Request) -> web.StreamResponse:
@@ -62,7 +69,11 @@ class FaultyProxy:
             headers = {"Retry-After": self.retry_after} if self.retry_after is not None else {}
             refusal = {"error": {"message": "slow down (test proxy)"}}
             return web.json_response(refusal, status=429, headers=headers)
+        if fault == "status":
+            return web.json_response({"message": "odd answer"}, status=self.status)
         answer = await self._forward(request, body)
+        if fault == "misnamed":
+            return self._misnamed(answer)
         if fault == "lose":
             return web.json_response({"error": {"message": "answer lost"}}, status=500)
         if fault == "hang":
@@ -70,6 +81,15 @@ class FaultyProxy:
             async with asyncio.timeout(HANG_LIMIT):
                 await self.release.wait()
         return answer
+
+    def _misnamed(self, answer: web.Response) -> web.Response:
+        assert isinstance(answer.body, bytes)
+        parsed = json.loads(answer.body)
+        for asked, named in self.renames.items():
+            record = parsed.get("data", {}).get(asked)
+            if isinstance(record, dict):
+                record["task_id"] = named
+        return web.json_response(parsed, status=answer.status)
 
     async def _forward(self, request: web.Request, body: bytes) -> web.Response:
         assert self._session is not None

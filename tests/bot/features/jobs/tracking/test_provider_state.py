@@ -12,6 +12,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import itertools
+import logging
 import math
 import sqlite3
 from pathlib import Path
@@ -20,7 +21,7 @@ from typing import Any
 import pytest
 from pydantic import SecretStr
 
-from bot.api import MULTI_FETCH_MAX_IDS, TaskRecord
+from bot.api import MULTI_FETCH_MAX_IDS, ImagineRequest, TaskRecord
 from bot.api.settings import KeySettings
 from bot.features.audit import AuditTrail
 from bot.features.jobs.tracking import provider_state
@@ -48,7 +49,9 @@ from simulator.state import SimulatorConfig
 from storage import ALL_STATUSES, IN_FLIGHT_STATUSES, Job, StorageError
 from storage.queries.tracking import SQL_JOBS_BY_IDS
 from storage.sql.session import Session
+from tests.bot.api.support import KEY
 from tests.bot.features.jobs import support
+from tests.bot.features.jobs.proxy import faulty_proxy
 from tests.bot.features.jobs.support import Bare, bare_engines, eventually
 from tests.bot.harness import PLACE, ROOMY, harness_settings
 from tests.fakes.platform import FakePlatform
@@ -632,3 +635,80 @@ def test_a_finished_records_prompts_are_read_only_where_it_has_some() -> None:
     listed = record({"prompts": ["a dog"], "message": "1️⃣ a fox"})
     assert task_result_fields(listed)["result"]["prompts"] == ["a dog"]
     assert task_result_fields(record({"image_url": "https://x/y.png"}))["result"]["prompts"] == []
+
+
+async def test_a_record_naming_another_task_is_applied_to_no_job(
+    tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    # A multi_fetch record is applied only to the job whose task it names and that genbot
+    # asked about: records swapped between two finished tasks are ignored (logged), and their
+    # jobs count as not answered this round (no poll stamp), so the next round reads them.
+    async with (
+        serve(MANUAL) as sim,
+        faulty_proxy(sim.base_url) as proxy,
+        bare_engines(sim, tmp_path, api_url=proxy.base_url) as bare,
+    ):
+        first, second = await in_flight(bare, 2)
+        one, two = first.provider_id or "", second.provider_id or ""
+        sim.advance(120)
+        state = bare.engines.tracker.state
+        proxy.faults[MULTI_FETCH] = ["misnamed"]
+        proxy.renames = {one: two, two: one}
+        with caplog.at_level(logging.WARNING):
+            assert not await state.poll_tasks([first, second], mark_polled=True)
+        for job in (first, second):
+            kept = await bare.store.jobs.get_job(job.id)
+            assert kept is not None and kept.status in IN_FLIGHT_STATUSES, kept
+            assert kept.provider_id == job.provider_id and kept.result_urls == []
+            assert kept.last_polled_at == job.last_polled_at, "not answered: not stamped"
+        warned = [r.getMessage() for r in caplog.records if r.levelno == logging.WARNING]
+        assert any(one in line and two in line for line in warned), warned
+        assert not any(KEY in line for line in warned)
+
+        assert await state.poll_tasks([first, second], mark_polled=True)
+        await bare.engines.tracker.wait_idle()
+        for job in (first, second):
+            done = await bare.store.jobs.get_job(job.id)
+            task = sim.state.tasks[job.provider_id or ""]
+            assert done is not None and done.result_urls[0] == task.image_url("images")
+
+
+async def test_a_job_without_a_task_id_adopts_only_the_task_it_asked_about(
+    tmp_path: Path,
+) -> None:
+    # An unconfirmed job reads the task a notification named: an answer whose record names
+    # another task of the account is not adopted under that task's id.
+    async with (
+        serve(MANUAL) as sim,
+        faulty_proxy(sim.base_url) as proxy,
+        bare_engines(sim, tmp_path, api_url=proxy.base_url) as bare,
+    ):
+        proxy.faults["/gen/v2/imagine"] = ["lose"]
+        alice = Command(user=User("alice"), place=PLACE, name="imagine")
+        await bare.engines.images.imagine(alice, "a fox")
+        (job,) = await bare.store.tracking.list_unfinished_jobs({"unknown"})
+        (claimed,) = sim.state.tasks
+        other = await bare.provider.tasks.imagine(ImagineRequest(prompt="a cat"))
+        sim.advance(120)
+        state = bare.engines.tracker.state
+        proxy.faults[MULTI_FETCH] = ["misnamed"]
+        proxy.renames = {claimed: other.task_id}
+
+        assert not await state.poll_tasks([job], mark_polled=False, claimed={job.id: claimed})
+        still = await bare.store.jobs.get_job(job.id)
+        assert still is not None and still.status == "unknown" and still.provider_id is None
+
+        assert await state.poll_tasks([still], mark_polled=False, claimed={job.id: claimed})
+        adopted = await bare.store.jobs.get_job(job.id)
+        assert adopted is not None and adopted.provider_id == claimed
+
+
+async def test_a_record_of_another_task_given_for_a_job_changes_nothing(tmp_path: Path) -> None:
+    async with serve(MANUAL) as sim, bare_engines(sim, tmp_path) as bare:
+        (job,) = await in_flight(bare, 1)
+        other = TaskRecord.model_validate(
+            {"task_id": "another-task", "status": "finished", "task_result": {"credit": 7}}
+        )
+        assert not await bare.engines.tracker.apply_task_record(job, other)
+        kept = await bare.store.jobs.get_job(job.id)
+        assert kept is not None and kept.status == job.status and kept.credits is None
