@@ -157,15 +157,29 @@ class ServerError(ApiError):
 
 
 class UnexpectedStatus(ApiError):
-    """The provider answered with a status the documentation does not describe (404, 409...)."""
-
-    user_message = N_("The service answered unexpectedly. Please try again later.")
+    """The provider answered with a status its documentation does not list (it lists 200, 400,
+    401 and 500; genbot also reads 403, 429 and the other 5xx): 404, 409, 418… The user is told
+    that status and that it is undocumented, with the provider's own words when it sent some
+    (docs/provider.md#undocumented-status)."""
 
     def __init__(self, status: int, provider_message: str = "") -> None:
         self.status = status
         self.provider_message = provider_message
+        if provider_message:
+            self._tell(
+                N_("The service answered HTTP {status}, which its API does not document: {reason}"),
+                status=status,
+                reason=provider_message,
+            )
+        else:
+            self._tell(
+                N_("The service answered HTTP {status}, which its API does not document."),
+                status=status,
+            )
         detail = f": {provider_message}" if provider_message else ""
-        super().__init__(f"provider answered HTTP {status}{detail}")
+        ApiError.__init__(
+            self, f"provider answered HTTP {status}, a status its API does not document{detail}"
+        )
 
 
 class ProviderRateLimited(ApiError):

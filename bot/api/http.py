@@ -42,6 +42,7 @@ from bot.api.errors import (
     InvalidResponse,
     ProviderRateLimited,
     ServerError,
+    UnexpectedStatus,
 )
 from bot.api.ratelimit import RateLimitPolicy, RateLimitWaits
 from bot.api.settings import ApiSettings
@@ -337,6 +338,7 @@ class HttpTransport:
                 )
             return HttpResult(status, parsed)
         refusal = error_for_status(status, raw, retry_after)
+        _log_undocumented(path, refusal)
         repeatable = reads and isinstance(refusal, ServerError)
         return _Attempt(refusal, repeatable=repeatable, status=status)
 
@@ -401,8 +403,17 @@ class HttpTransport:
                 finally:
                     response.release()
                 retry_after = response.headers.get("Retry-After")
-                raise error_for_status(response.status, raw, retry_after)
+                refusal = error_for_status(response.status, raw, retry_after)
+                _log_undocumented(path, refusal)
+                raise refusal
             self._worked(address)
             return StreamResponse(response, self._settings.stream_idle_timeout)
         assert last is not None
         raise last
+
+
+def _log_undocumented(path: str, error: ApiError) -> None:
+    """Log an answer whose status the provider's API does not document, with that status (at
+    warning: whoever reads the log learns what the provider said, not only the user)."""
+    if isinstance(error, UnexpectedStatus):
+        log.warning("POST %s: %s", path, error)

@@ -84,6 +84,6 @@ def error_for_status(status: int, raw: bytes, retry_after: str | None = None) ->
         return BadRequest(message, body)
     if status == 403:
         return PermissionDenied(message)
-    if status >= 500:
+    if 500 <= status < 600:
         return ServerError(status, message)
     return UnexpectedStatus(status, message)

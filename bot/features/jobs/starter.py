@@ -176,6 +176,8 @@ def unconfirmed_reason(error: BaseException) -> str:
         return _("the connection broke after the request was sent")
     if isinstance(error, InvalidResponse):
         return _("its answer could not be read")
+    if isinstance(error, UnexpectedStatus):
+        return _("it answered HTTP {status}, which its API does not document", status=error.status)
     if isinstance(error, asyncio.CancelledError):
         return _("genbot was interrupted while sending it")
     if isinstance(error, ApiError):

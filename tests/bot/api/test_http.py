@@ -92,6 +92,8 @@ class Scripted:
             return web.json_response({"error": {"message": "boom"}}, status=500)
         if step == "409":
             return web.json_response({"message": "slow down"}, status=409)
+        if step == "418":
+            return web.Response(status=418)
         if step == "reset":
             assert request.transport is not None
             request.transport.close()
@@ -176,6 +178,32 @@ async def test_unexpected_status_is_not_retried(scripted: Scripted) -> None:
             await api.tasks.fetch("t1")
     assert caught.value.status == 409 and caught.value.provider_message == "slow down"
     assert scripted.hits["/gen/v2/fetch"] == 1
+
+
+async def test_an_undocumented_status_is_named_to_the_user_and_in_the_log(
+    scripted: Scripted, caplog: pytest.LogCaptureFixture
+) -> None:
+    # The documentation lists 200, 400, 401 and 500: any status genbot does not otherwise read
+    # is told as what it is, never as a generic failure, and logged with its number.
+    scripted.plan["/gen/v2/imagine"] = ["418"]
+    scripted.plan["/v1/chat/completions"] = ["409"]
+    caplog.set_level(logging.WARNING)
+    async with ProviderClient(settings_for(scripted.url), retry=FAST_RETRY) as api:
+        with pytest.raises(UnexpectedStatus) as bare:
+            await api.tasks.imagine(ImagineRequest(prompt="a fox"))
+        with pytest.raises(UnexpectedStatus) as worded:
+            async with api.chat.stream(ask("hi")) as stream:
+                async for _ in stream:
+                    pass
+    assert bare.value.user_message == (
+        "The service answered HTTP 418, which its API does not document."
+    )
+    assert worded.value.user_message == (
+        "The service answered HTTP 409, which its API does not document: slow down"
+    )
+    warned = [r.getMessage() for r in caplog.records if r.levelno == logging.WARNING]
+    assert any("/gen/v2/imagine" in line and "HTTP 418" in line for line in warned), warned
+    assert any("/v1/chat/completions" in line and "HTTP 409" in line for line in warned), warned
 
 
 async def test_keys_never_reach_logs_or_errors(

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 
+from bot.api import ServerError, UnexpectedStatus
 from bot.api.statuses import error_for_status, parse_json, provider_message
 
 
@@ -38,3 +39,10 @@ def test_a_body_parses_as_json_reads_it() -> None:
         assert parse_json(body) == json.loads(body), body
     for unreadable in (b"", b"  ", b"{} x", b'{"x": "\xff"}', b"<html>"):
         assert parse_json(unreadable) is None, unreadable
+
+
+def test_only_the_5xx_statuses_are_server_errors() -> None:
+    # A status past 599 is no HTTP status at all: told as undocumented, not as server trouble.
+    assert isinstance(error_for_status(503, b""), ServerError)
+    odd = error_for_status(600, b"")
+    assert isinstance(odd, UnexpectedStatus) and odd.status == 600

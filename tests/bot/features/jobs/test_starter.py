@@ -336,3 +336,27 @@ async def test_a_refusal_the_documentation_does_not_name_tells_the_providers_rea
         )
         assert job.error.endswith("x…") and "sim-key" not in job.error
         assert len(job.error) < 300
+
+
+@pytest.mark.parametrize("status", [418, 302])
+async def test_an_undocumented_status_is_told_as_what_it_is(
+    tmp_path: Path, status: int, caplog: pytest.LogCaptureFixture
+) -> None:
+    # A 4xx started nothing: the job did not start, saying the status; another status may have
+    # reached the provider: the job is unconfirmed, saying the status too. Both in the log.
+    caplog.set_level(logging.WARNING)
+    async with serve(MANUAL) as sim, faulty_proxy(sim.base_url) as proxy:
+        proxy.faults["/gen/v2/imagine"] = ["status"]
+        proxy.status = status
+        async with running_genbot(sim, tmp_path / "genbot.db", api_url=proxy.base_url) as bot:
+            await bot.actor().command("imagine", prompt="a fox")
+            job = await bot.latest_job()
+            said = f"HTTP {status}, which its API does not document"
+            if status == 418:
+                assert job.status == "create_failed" and job.error is not None
+                assert said in job.error and "odd answer" in job.error
+            else:
+                assert job.status == "unknown"
+                assert said in bot.progress(job).text
+            warned = [r.getMessage() for r in caplog.records if r.levelno == logging.WARNING]
+            assert any(f"HTTP {status}" in line for line in warned), warned
