@@ -65,6 +65,19 @@ _MIRRORED: dict[str, JobStatus] = {
     "retry": "retry",
 }
 _ADOPTABLE: frozenset[JobStatus] = IN_FLIGHT_STATUSES | {"creating", "unknown"}
+_QUEUED: frozenset[JobStatus] = frozenset(("submitted", "staged", "pending"))
+FORWARD_FROM: dict[JobStatus, frozenset[JobStatus]] = {
+    "staged": frozenset(("submitted", "staged")),
+    "pending": _QUEUED,
+    "processing": IN_FLIGHT_STATUSES,
+    "retry": IN_FLIGHT_STATUSES,
+}
+"""The statuses in flight a job may move to each status in flight from (or stay in): a task
+is cached (``staged``), queued (``pending``), then run (``processing``, and ``retry`` between
+runs), so a record saying it is queued once it was seen cached or running is older than what
+genbot showed (a late notification, an answer overtaken by a newer one) and moves nothing:
+progress shown never goes back (docs/provider.md#task-transitions). A finished or failed
+record always wins."""
 _FOLLOWED_UNCANCELLED: frozenset[JobStatus] = ACTIVE_STATUSES - {"cancelled"}
 CANCELLED_KEEPS = frozenset(("credits", "provider_id", "last_webhook_at", "finished_at"))
 """What the provider's end of a cancelled job's task leaves in its row: what it was charged and
@@ -189,7 +202,10 @@ class ProviderState:
         (:meth:`show_progress_soon`), so a round never waits for the platform's write windows
         (the time shown moves with the progress ticker, :mod:`bot.features.jobs.tracking.ticker`);
         True then only if the job changed. A record naming another task than the job's is
-        ignored (logged): it is no answer about this job."""
+        ignored (logged): it is no answer about this job. A record in flight that is behind the
+        job's stored status (:data:`FORWARD_FROM`: queued once seen running) moves nothing and
+        shows nothing, so progress shown never goes back; the check is the move's own
+        compare-and-set, so a job read before a newer answer moved it is not shown back either."""
         if job.provider_id is not None and record.task_id != job.provider_id:
             log.warning(
                 "job %s: a record of task %r was given for its task %s; ignored",
@@ -221,13 +237,24 @@ class ProviderState:
         if job.status == "cancelled":
             return await self._follow_cancelled(job, adopt)
         changed = False
+        forward = FORWARD_FROM[mirrored]
         if job.provider_id is None:
-            changed = await self.moves.transition(job.id, _ADOPTABLE, mirrored, **adopt)
-        elif mirrored != job.status and job.status in IN_FLIGHT_STATUSES:
-            changed = await self.moves.transition(job.id, IN_FLIGHT_STATUSES, mirrored, **adopt)
-        elif webhook_at is not None:
-            await self._store.jobs.update_job(job.id, last_webhook_at=webhook_at)
+            adoptable = (_ADOPTABLE - IN_FLIGHT_STATUSES) | forward
+            changed = await self.moves.transition(job.id, adoptable, mirrored, **adopt)
+            current = changed
+        elif job.status in IN_FLIGHT_STATUSES and (mirrored != job.status or not progress_later):
+            changed = await self.moves.transition(job.id, forward, mirrored, **adopt)
+            current = changed
+            changed = changed and mirrored != job.status
+            if not current and webhook_at is not None:
+                await self._store.jobs.update_job(job.id, last_webhook_at=webhook_at)
+        else:
+            current = True
+            if webhook_at is not None:
+                await self._store.jobs.update_job(job.id, last_webhook_at=webhook_at)
         if not owned:
+            return changed
+        if not current:
             return changed
         if progress_later:
             if changed:

@@ -12,12 +12,15 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import itertools
+import json
 import logging
 import math
 import sqlite3
+import time
 from pathlib import Path
 from typing import Any
 
+import aiohttp
 import pytest
 from pydantic import SecretStr
 
@@ -46,6 +49,7 @@ from bot.kernel import (
 from genbot.settings import Settings
 from simulator.server import serve
 from simulator.state import SimulatorConfig
+from simulator.task_model import fetch_record
 from storage import ALL_STATUSES, IN_FLIGHT_STATUSES, Job, StorageError
 from storage.queries.tracking import SQL_JOBS_BY_IDS
 from storage.sql.session import Session
@@ -53,7 +57,7 @@ from tests.bot.api.support import KEY
 from tests.bot.features.jobs import support
 from tests.bot.features.jobs.proxy import faulty_proxy
 from tests.bot.features.jobs.support import Bare, bare_engines, eventually
-from tests.bot.harness import PLACE, ROOMY, harness_settings
+from tests.bot.harness import PLACE, ROOMY, harness, harness_settings
 from tests.fakes.platform import FakePlatform
 from tests.sim_holds import one_at_a_time
 from tests.sim_time import freeze
@@ -712,3 +716,44 @@ async def test_a_record_of_another_task_given_for_a_job_changes_nothing(tmp_path
         assert not await bare.engines.tracker.apply_task_record(job, other)
         kept = await bare.store.jobs.get_job(job.id)
         assert kept is not None and kept.status == job.status and kept.credits is None
+
+
+async def test_a_late_notification_never_moves_progress_back(tmp_path: Path) -> None:
+    # docs/provider.md#task-transitions: a record sent while the task was queued that arrives
+    # once a poll saw it running changes neither the job nor its message, by webhook or given
+    # for a job read before the poll; the task's end still wins.
+    config = SimulatorConfig(time_scale=1.0, clock_start=1_700_000_000, insecure_webhooks=True)
+    unpaced = FakePlatform(profile=PlatformProfile(edits_per_window_per_channel=10**9))
+    async with harness(tmp_path, webhooks=True, sim_config=config, platform=unpaced) as bot:
+        await bot.actor().command("imagine", prompt="a fox")
+        queued_job = await bot.latest_job()
+        task = bot.sim.state.tasks[queued_job.provider_id or ""]
+        queued = fetch_record(task, bot.sim.state.now())
+        assert queued["status"] in ("staged", "pending")
+        while task.status_at(bot.sim.state.now()) != "processing":
+            bot.sim.advance(1)
+        tracker = bot.jobs.tracker
+        await tracker.state.poll_tasks([queued_job], mark_polled=True)
+        await tracker.wait_idle()
+        running = await bot.store.jobs.get_job(queued_job.id)
+        assert running is not None and running.status == "processing"
+        drawing = bot.progress(running).text
+        assert "Drawing" in drawing, drawing
+
+        url = f"{bot.settings.webhook.public_url}/webhooks/tasks/{queued_job.id}"
+        secret = await bot.jobs.starter.webhook_secrets.of(queued_job) or ""
+        async with (
+            aiohttp.ClientSession() as http,
+            http.post(url, data=json.dumps(queued), headers={"x-webhook-secret": secret}) as answer,
+        ):
+            assert answer.status == 200
+        await tracker.wait_idle()
+        late = TaskRecord.model_validate(queued)
+        assert not await tracker.apply_task_record(queued_job, late, webhook_at=time.time())
+        after = await bot.store.jobs.get_job(queued_job.id)
+        assert after is not None and after.status == "processing"
+        assert after.last_webhook_at is not None
+        assert bot.progress(after).text == drawing
+
+        bot.sim.advance(600)
+        assert (await bot.result(queued_job.id)).message.images
