@@ -4,7 +4,9 @@
 - ``POST <path>/<job_id>`` with header ``x-webhook-secret``: a task notification. The job id
   and the secret are checked first (:meth:`TaskNotices.webhook_job`); only then is the body
   read (at most ``MAX_BODY_BYTES``) and handed over (:meth:`TaskNotices.on_webhook`). An
-  unknown job or a wrong secret gets 401 without a byte of the body being read.
+  unknown job or a wrong secret gets 401 without a byte of the body being read: the same
+  answer for both, so it never tells which job ids exist (why 401:
+  docs/provider.md#webhook-refusal).
 - ``POST /`` and ``POST <path>`` with header ``x-webhook-secret``: a notification sent to
   genbot's bare address (a provider that refuses or drops the job in the address, see
   :mod:`bot.features.jobs.webhook_addresses`). A request without the secret header gets 401 before a
