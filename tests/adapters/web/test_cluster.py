@@ -1426,9 +1426,10 @@ async def test_an_export_whose_command_another_process_forgot_is_refused_and_not
     postgres: PostgresCluster,
 ) -> None:
     """The command asking for an export was deleted (``/forget-me`` on another process) before
-    the export was ready: the process that made it, which never held that command, reads the
-    history, finds it gone, and hands nothing over: no file to download, no answer kept that
-    would name the forgotten user again."""
+    the export was ready: the process that made it, which holds that command no more (it has
+    had the deletion's notice, in order before a later message), reads the history, finds it
+    gone, and hands nothing over: no file to download, no answer kept that would name the
+    forgotten user again."""
     url = postgres.create_schema()
     ann = User("web-ann000000000", "Ann")
     async with process(url) as first, process(url) as second:
@@ -1436,6 +1437,8 @@ async def test_an_export_whose_command_another_process_forgot_is_refused_and_not
             ann, PLACE, "/jobs export", [], command="jobs.export"
         )
         await first.surface.forget_user(ann.id)
+        await first.surface.send(PLACE, OutMessage("after the deletion"))
+        await eventually(lambda: "after the deletion" in texts(second), ACROSS_PROCESSES)
         export = Command(user=ann, place=PLACE, name="jobs.export", context=WebContext(asked.id))
 
         await second.surface.send_file_privately(export, "Your jobs", "jobs.zip", b"PK")
