@@ -58,7 +58,8 @@ from bot.features.jobs.copies import ResultCopies
 from bot.features.jobs.described_prompts import ALL, DescribedPrompts
 from bot.features.jobs.form_prompts import FormPrompts
 from bot.features.jobs.messages import JobMessagesStorage
-from bot.features.jobs.prompt_translation import PromptTranslation, ScreensPrompts
+from bot.features.jobs.prompt_translation import PromptTranslation
+from bot.features.jobs.screens import ScreensPrompts
 from bot.features.jobs.starter import StarterStorage
 from bot.features.jobs.tracking.provider_state import ScreensResults
 from bot.features.jobs.tracking.tracker import TrackerStorage
@@ -247,7 +248,8 @@ def build_job_engines(
     ``monotonic`` measures what lives only in this process: the wait between rounds, the
     sweep, the lost-task span, the heartbeat's stall and reachability; ``results`` moderates
     finished describe results before they are stored; ``screen`` checks translated prompts,
-    the prompts a describe answered as they start and a batch's prompts as its Run is pressed.
+    the prompts a describe answered as they start and a batch's prompts as its Run is pressed
+    and as its queued jobs start.
     """
     clock = store.clock if clock is None else clock
     limits_settings = settings.limits
@@ -321,6 +323,7 @@ def build_job_engines(
         tiers,
         outbox,
         starts={ALL: described},
+        screen=screen,
     )
     diffusion = DiffusionJobs(starter, provider, limits_settings, clock, models=experience.models)
     chat_jobs = ChatJobs(images, watch)

@@ -6,12 +6,18 @@ in storage; every process looks at those every ``every`` seconds (and Run starts
 once), so the jobs of a batch start after a restart too. Job ``n`` of batch ``b`` is created with
 the command key ``b#n``: two processes starting it make one job (the starter finds the first).
 A batch's jobs are ``/imagine`` commands, or of the kind its command names (:data:`START`:
-Imagine all's, the prompts of a ``/describe``). A job whose start is refused for another reason
-than a full cap (the daily budget, a prompt the provider's rules refuse) is given up, and its
-user told privately where the batch was run (:func:`not_started`: a line per reason, with the
-prompts it stopped), as privately as the platform allows outside an interaction (Slack's and the
-playground's ephemeral messages; on Discord their direct messages with genbot, else a message in
-the channel addressed to them).
+Imagine all's, the prompts of a ``/describe``). A job is started as its user is when it starts:
+within their tier as configured now (with the roles they had when they acted last on it: the
+Run press as it starts what fits, else the command; the platform says a user's roles and admin
+status only as they act), never as an admin's (an admin's jobs pass the cap, so only those of a
+user no more an admin as Run was pressed wait), and screened as the router screens a command
+(``screen``, moderation: a user banned since, a rule added since) — except as Run is pressed,
+which screened them all just before. A job whose start is refused for another reason than a
+full cap (a ban, a moderation rule, the daily budget, a prompt the provider's rules refuse) is
+given up, and its user told privately where the batch was run (:func:`not_started`: a line per
+reason, with the prompts it stopped), as privately as the platform allows outside an
+interaction (Slack's and the playground's ephemeral messages; on Discord their direct messages
+with genbot, else a message in the channel addressed to them).
 """
 
 from __future__ import annotations
@@ -22,11 +28,12 @@ import logging
 import secrets
 from collections.abc import Mapping, Sequence
 from contextlib import AbstractContextManager
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict, dataclass, field, replace
 from typing import Any, Final, Protocol
 
 from bot.features.jobs.admission import Tiers
 from bot.features.jobs.images import ImageJobs
+from bot.features.jobs.screens import ScreensPrompts
 from bot.kernel import (
     LANGUAGES,
     Attachment,
@@ -42,6 +49,7 @@ from bot.kernel import (
     public_language,
     sentences,
     speaking,
+    written_literally,
 )
 from bot.outbox import Notice, Outbox, WritePolicy
 from storage import Batch, JobAdmission, Preferences, StorageError
@@ -179,7 +187,7 @@ def requester(batch: Batch) -> tuple[User, Place]:
 class BatchQueue:
     """Starts the jobs of run batches as places free (see the module docstring); a service.
     ``starts`` starts the jobs of a batch whose command's :data:`START` names a kind (the
-    others are ``/imagine`` commands)."""
+    others are ``/imagine`` commands); ``screen`` checks each as it starts (None: none)."""
 
     def __init__(
         self,
@@ -191,8 +199,10 @@ class BatchQueue:
         *,
         every: float = QUEUE_SECONDS,
         starts: Mapping[str, QueuedStarts] | None = None,
+        screen: ScreensPrompts | None = None,
     ) -> None:
         self._starts = dict(starts or {})
+        self._screen = screen
         self._images = images
         self._store = store
         self._admission = admission
@@ -253,6 +263,7 @@ class BatchQueue:
 
     async def _start_queued(self, batch: Batch, done: Advanced, origin: Event | None) -> Advanced:
         user, place = requester(batch)
+        user = origin.user if origin is not None else replace(user, is_admin=False)
         jobs: list[dict[str, OptionValue]] = batch.command["jobs"]
         attachments = attachments_of(batch)
         kind = batch.command.get(START)
@@ -272,6 +283,8 @@ class BatchQueue:
                 key=f"{batch.id}#{started + 1}",
             )
             try:
+                if origin is None:
+                    await self._screened(command, options, literal=kind is not None)
                 await start(command, options)
                 done.started += 1
             except (UserError, CommandError) as error:
@@ -284,6 +297,18 @@ class BatchQueue:
         if done.refused and origin is None:
             await self._tell(user, place, done.refused)
         return done
+
+    async def _screened(
+        self, command: Command, options: Mapping[str, OptionValue], *, literal: bool
+    ) -> None:
+        """Refuse (:class:`UserError`) a queued job as the router refuses a command as it is
+        run: its user banned, or its prompt breaking a rule in force now (``literal``: a prompt
+        sent as it is, not expanded as ``/imagine``'s)."""
+        if self._screen is None:
+            return
+        prompt = str(options.get("prompt", ""))
+        shown = {**options, "prompt": written_literally(prompt) if literal else prompt}
+        await self._screen.screen(command, shown)
 
     async def _full(self, user: User, place: Place) -> bool:
         """Whether ``user`` is at their cap of jobs at once."""

@@ -39,7 +39,8 @@ from bot.features.jobs.admission import Tiers
 from bot.features.jobs.batch_queue import BatchQueue, new_batch, not_started
 from bot.features.jobs.estimates import Estimates
 from bot.features.jobs.images import NAMED_UPLOADS, ImageJobs, sent_images
-from bot.features.jobs.prompt_translation import PromptTranslation, ScreensPrompts
+from bot.features.jobs.prompt_translation import PromptTranslation
+from bot.features.jobs.screens import ScreensPrompts
 from bot.features.jobs.starter import JobStarter
 from bot.kernel import (
     PROCESS_MODES,

@@ -5,8 +5,9 @@ batch, which the batch queue starts (:mod:`bot.features.jobs.batch_queue`).
 These prompts are text the user never typed, so each is screened (moderation: the router's
 screen, :class:`~bot.features.jobs.prompt_translation.ScreensPrompts`) as if typed before it
 starts (:meth:`DescribedPrompts.screened`): the same refusal, nothing stored, no provider call.
-An Imagine all batch's are screened as Imagine all is pressed and again as its Run is
-(:meth:`bot.features.jobs.batches.Batches.on_button`), not again when a queued one starts.
+An Imagine all batch's are screened as Imagine all is pressed, again as its Run is
+(:meth:`bot.features.jobs.batches.Batches.on_button`) and again as a queued one starts
+(:class:`bot.features.jobs.batch_queue.BatchQueue`).
 """
 
 from __future__ import annotations
@@ -19,7 +20,7 @@ from bot.features.jobs.follow_up_calls import choice
 from bot.features.jobs.follow_ups import version_for
 from bot.features.jobs.images import PROCESS_MODES
 from bot.features.jobs.params import DescribeParams, ImageParams, JobResult
-from bot.features.jobs.prompt_translation import ScreensPrompts
+from bot.features.jobs.screens import ScreensPrompts
 from bot.features.jobs.starter import JobSpec, JobStarter, TaskCall
 from bot.kernel import ButtonPress, Command, ModalSubmit, OptionValue, UserError, _
 from bot.refs import NO_JOB
@@ -92,8 +93,7 @@ class DescribedPrompts:
 
     async def start_queued(self, command: Command, options: Mapping[str, OptionValue]) -> None:
         """Start job ``options[NUMBER]`` of an Imagine all batch (the queue's start for such
-        batches: ``command`` carries the batch's key for it; its prompts were screened as Run
-        was pressed)."""
+        batches: ``command`` carries the batch's key for it; the queue screened its prompt)."""
         parent = await self._starter.store.jobs.get_job(str(options[PARENT]))
         if parent is None:
             raise UserError(_(NO_JOB))

@@ -31,7 +31,7 @@ import asyncio
 import logging
 from collections.abc import Awaitable, Callable, Mapping
 from dataclasses import dataclass
-from typing import Final, Protocol
+from typing import Final
 
 from bot.api import ApiError, ChatClient, ChatMessage, ChatRequest
 from bot.features.jobs import wording
@@ -40,13 +40,12 @@ from bot.features.jobs.batch_queue import new_batch
 from bot.features.jobs.params import Untranslated
 from bot.features.jobs.prompt_language import is_english
 from bot.features.jobs.prompt_parts import PlaceholdersLost, split_prompt
+from bot.features.jobs.screens import ScreensPrompts
 from bot.kernel import (
     Attachment,
     Button,
-    ButtonPress,
     Command,
     Event,
-    ModalSubmit,
     OptionValue,
     OutMessage,
     PromptsSettings,
@@ -107,17 +106,6 @@ class Translation:
         if self.original is not None:
             return _("Translated into English: {prompt}", prompt=wording.clip(self.prompt, 400))
         return wording.not_translated_text(self.failure or "unreadable")
-
-
-class ScreensPrompts(Protocol):
-    """What checks a command's prompt against the moderation rules (the router's screen)."""
-
-    async def screen(
-        self, event: Command | ModalSubmit | ButtonPress, values: Mapping[str, OptionValue]
-    ) -> None:
-        """Refuse (:class:`~bot.kernel.UserError`) a prompt that breaks a rule (a press's: a
-        prompt it sends that the user never typed, as if typed)."""
-        ...
 
 
 class PromptTranslation:
