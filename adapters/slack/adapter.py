@@ -58,13 +58,16 @@ from bot.kernel import (
 )
 
 from .agent import ASK_CALLBACK, AgentSurfaces, ChannelUnreadable, default_prompts
+from .conversation_types import ConversationTypes
 from .distribution import INSTALL_PATH, Distribution
 from .formatting import escape_mrkdwn
 from .inbound import (
     SLASH_COMMANDS,
     SlackOrigin,
     attachments_from_files,
+    channel_type_named,
     home_opened,
+    is_im,
     mentions,
     message_place,
     place_for,
@@ -133,6 +136,7 @@ class SlackAdapter:
         self._dedupe = dedupe
         self._admins = frozenset(settings.admin_ids)
         self._groups = UserGroups() if read_user_groups else None
+        self._types = ConversationTypes()
         self._api_url = (
             settings.api_url if settings.api_url.endswith("/") else settings.api_url + "/"
         )
@@ -304,8 +308,25 @@ class SlackAdapter:
     ) -> None:
         if event.get("bot_id") or event.get("subtype") or not event.get("user"):
             return
-        message = self._user_message(body, event, context, say_stream, mentions_bot=True)
-        self.intake.submit(message)
+        self.intake.submit(self._mention(body, event, context, say_stream))
+
+    async def _mention(
+        self,
+        body: dict[str, Any],
+        event: dict[str, Any],
+        context: AsyncBoltContext,
+        say_stream: AsyncSayStream | None,
+    ) -> InboundEvent | None:
+        """An ``app_mention`` as the user's message; the event does not say whether its
+        conversation is a group DM, so that is asked (:mod:`.conversation_types`)."""
+        if not event.get("channel_type"):
+            workspace = str(body.get("team_id") or event.get("team") or self.team_id)
+            channel = str(event.get("channel") or "")
+            event = {
+                **event,
+                "channel_type": await self._types.of(context.client, workspace, channel),
+            }
+        return await self._user_message(body, event, context, say_stream, mentions_bot=True)
 
     async def _on_message(
         self,
@@ -327,9 +348,10 @@ class SlackAdapter:
         channel = str(event.get("channel") or "")
         thread_ts = event.get("thread_ts")
         in_thread = bool(thread_ts) and thread_ts != event.get("ts")
-        is_dm = event.get("channel_type") == "im" or channel.startswith("D")
         mentioned = bool(bot_user_id) and mentions(text, bot_user_id)
-        if not is_dm and (mentioned or not in_thread):
+        if event.get("channel_type") == "mpim":
+            return
+        if not is_im(channel, event.get("channel_type")) and (mentioned or not in_thread):
             return
         message = self._user_message(body, event, context, say_stream, mentions_bot=mentioned)
         self.intake.submit(message)
@@ -369,7 +391,11 @@ class SlackAdapter:
         channel = str(event.get("channel") or "")
         thread_ts = edited.get("thread_ts")
         in_thread = bool(thread_ts) and thread_ts != edited.get("ts")
-        if not (in_thread or event.get("channel_type") == "im" or channel.startswith("D")):
+        if not (
+            in_thread
+            or event.get("channel_type") == "mpim"
+            or is_im(channel, event.get("channel_type"))
+        ):
             return
         as_sent = {**edited, "channel": channel, "channel_type": event.get("channel_type")}
         message = await self._user_message(body, as_sent, context, None, mentions_bot=False)
@@ -391,7 +417,7 @@ class SlackAdapter:
         text = plain_text(str(event.get("text") or ""), self._bot_user(context))
         attachments = attachments_from_files(event.get("files"))
         locale = await self._locale(context.client, workspace, user_id)
-        if place.is_dm:
+        if is_im(place.channel_id, event.get("channel_type")):
             try:
                 with speaking(await self._private_language(context.client, user_id, place)):
                     in_view = await self.agent.channel_document(
@@ -464,7 +490,9 @@ class SlackAdapter:
         team = str((body.get("team") or {}).get("id") or self.team_id)
         user_id = str((body.get("user") or {}).get("id") or "")
         channel = str((body.get("channel") or {}).get("id") or "")
-        with speaking(await self._private_language(client, user_id, place_for(team, channel))):
+        kind = channel_type_named(channel, (body.get("channel") or {}).get("name"))
+        place = place_for(team, channel, None, kind)
+        with speaking(await self._private_language(client, user_id, place)):
             form = self.agent.ask_form(body)
         try:
             await client.views_open(trigger_id=str(body.get("trigger_id")), view=form)
@@ -546,8 +574,11 @@ class SlackAdapter:
         channel = str(body.get("channel_id"))
         user_id = str(body.get("user_id"))
         team = str(body.get("team_id") or self.team_id)
+        place = place_for(
+            team, channel, None, channel_type_named(channel, body.get("channel_name"))
+        )
         locale = await self._locale(client, team, user_id)
-        language = await self._private_language(client, user_id, place_for(team, channel))
+        language = await self._private_language(client, user_id, place)
         with speaking(language):
             route = route_command(str(body.get("command", "")), str(body.get("text", "")))
         if isinstance(route, str):
@@ -564,7 +595,7 @@ class SlackAdapter:
         roles = await self._roles(client, team, user_id)
         return Command(
             user=user_for(user_id, str(body.get("user_name") or ""), self._admins, roles),
-            place=place_for(team, channel, None, None),
+            place=place,
             locale=locale,
             context=SlackOrigin(body.get("trigger_id"), body.get("response_url"), is_command=True),
             name=route.name,

@@ -73,22 +73,47 @@ class SlackOrigin:
     recipient_team_id: str | None = None
 
 
+PRIVATE_CHANNEL_TYPES = frozenset({"im", "mpim"})
+"""Slack's ``channel_type`` of the conversations that are private places (``Place.is_dm``):
+a DM with genbot (``im``) and a group DM (``mpim``), as a DM and a group DM are on Discord."""
+GROUP_DM_PREFIX = "mpdm-"
+
+
+def is_im(channel_id: str, channel_type: str | None = None) -> bool:
+    """Whether the conversation is a user's own DM with genbot (``im``, ids ``D…``): where
+    Slack's agent messaging experience is, and every message is addressed to genbot."""
+    return channel_type == "im" or channel_id.startswith("D")
+
+
+def channel_type_named(channel_id: str, channel_name: str | None) -> str | None:
+    """The ``channel_type`` a slash command's ``channel_name`` or a press's ``channel.name``
+    tells: ``directmessage`` is a DM, ``mpdm-…`` a group DM; ``None`` when it does not."""
+    name = channel_name or ""
+    if is_im(channel_id) or name == "directmessage":
+        return "im"
+    if name.startswith(GROUP_DM_PREFIX):
+        return "mpim"
+    return None
+
+
 def place_for(
     workspace_id: str,
     channel_id: str,
     thread_ts: str | None = None,
     channel_type: str | None = None,
 ) -> Place:
-    """A Slack conversation as a :class:`Place` (DMs are ``D…`` channels / ``im``)."""
-    is_dm = channel_type == "im" or channel_id.startswith("D")
+    """A Slack conversation as a :class:`Place`: DMs (``im``, ``D…``) and group DMs (``mpim``)
+    are private (``is_dm``)."""
+    is_dm = channel_type in PRIVATE_CHANNEL_TYPES or is_im(channel_id)
     return Place(PLATFORM, workspace_id, channel_id, thread_ts or None, is_dm)
 
 
 def message_place(workspace_id: str, event: dict[str, Any]) -> Place:
     """Where a person's message ``event`` is, as genbot answers it: its thread (a thread's
     parent, which Slack gives its own ``ts`` as ``thread_ts``, is in the channel), and in a DM
-    always a thread — Slack's agent messaging answers each top-level DM message in its own —
-    so what genbot posts about it (notes, the answer, a job it starts) goes there."""
+    always a thread — Slack's agent messaging answers each top-level DM message in its own;
+    in a group DM too, as a mention in a channel is — so what genbot posts about it (notes,
+    the answer, a job it starts) goes there."""
     ts, thread_ts = event.get("ts"), event.get("thread_ts")
     place = place_for(
         workspace_id,
@@ -200,7 +225,8 @@ def press_from_action(body: Mapping[str, Any], admin_ids: frozenset[str]) -> But
     parent (Slack gives it ``thread_ts`` equal to its own ``ts``) happened in the channel; a
     press on the App Home tab happened in the user's conversation with genbot (kept in the
     view's ``private_metadata``), on no message. A press of Slack's ``feedback_buttons`` says
-    which half was pressed in its ``value`` (the 👍's or the 👎's custom id)."""
+    which half was pressed in its ``value`` (the 👍's or the 👎's custom id). A press in a group
+    DM (its ``channel.name`` is ``mpdm-…``) is in a private place, as in a DM."""
     actions = body.get("actions") or []
     decoded = decode_custom_id(_pressed_id(actions[0])) if actions else None
     container = body.get("container") or {}
@@ -227,11 +253,14 @@ def press_from_action(body: Mapping[str, Any], admin_ids: frozenset[str]) -> But
     if thread_ts == message_ts:
         thread_ts = None
     user = body.get("user") or {}
+    named = channel_type_named(str(channel_id), (body.get("channel") or {}).get("name"))
     return ButtonPress(
         user=user_for(
             str(user.get("id")), str(user.get("username") or user.get("name") or ""), admin_ids
         ),
-        place=place_for(str((body.get("team") or {}).get("id") or ""), str(channel_id), thread_ts),
+        place=place_for(
+            str((body.get("team") or {}).get("id") or ""), str(channel_id), thread_ts, named
+        ),
         context=SlackOrigin(body.get("trigger_id"), body.get("response_url")),
         message_id=str(message_ts),
         action=decoded[0],

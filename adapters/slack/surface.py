@@ -62,7 +62,7 @@ from .formatting import (
     plain_notice,
 )
 from .home import HomeTab, ResultFiles
-from .inbound import SlackOrigin
+from .inbound import SlackOrigin, is_im
 from .keyed import EarlierPost, find_earlier, key_metadata, look_back
 from .sessions import AgentSessions
 from .streaming import SlackStream, StreamSupport
@@ -253,7 +253,7 @@ class SlackSurface:
         if not thread_ts or not self.streaming.allowed(place):
             return None
         to: tuple[str, str] | None = None
-        if not place.is_dm:
+        if not is_im(place.channel_id):
             user = recipient or (origin.user if origin is not None else None)
             team = context.recipient_team_id or place.workspace_id
             if user is None or not team:

@@ -143,6 +143,10 @@ class FakeSlack(
         self.answer_delays: dict[str, float] = {}
         """Web API method → seconds it takes to answer (a slow Slack)."""
         self.channels_without_bot: set[str] = set()
+        self.group_dms: dict[str, str] = {}
+        """Conversation id → name of the group DMs (``mpim``; ids ``G…`` or ``C…``, names
+        ``mpdm-alice--bob--carol-1``): their events say ``channel_type: mpim``, commands and
+        presses in them name them, ``conversations.info`` says ``is_mpim`` (:meth:`group_dm`)."""
         self.socket_received: list[dict[str, Any]] = []
         self.socket_acks: list[dict[str, Any]] = []
         self.socket_connections = 0
@@ -261,6 +265,12 @@ class FakeSlack(
         self._failures.setdefault(method, deque()).append(SlackError(error, status=status))
 
     # Inspection ----------------------------------------------------------------------------
+
+    def group_dm(self, channel: str, *users: str) -> str:
+        """Make ``channel`` a group DM of ``users`` (and genbot) as Slack names it; its name."""
+        names = "--".join(self.users.get(user, user).lower() for user in users)
+        self.group_dms[channel] = f"mpdm-{names}-1"
+        return self.group_dms[channel]
 
     def calls_to(self, method: str) -> list[ApiCall]:
         return [c for c in self.calls if c.method == method]

@@ -43,6 +43,7 @@ class SlackWebApi:
     views: list[FakeView]
     channels: dict[str, list[FakeMessage]]
     channels_without_bot: set[str]
+    group_dms: dict[str, str]
     ephemerals: list[Ephemeral]
     updates_per_minute: int
     update_window_seconds: float
@@ -294,14 +295,16 @@ class SlackWebApi:
 
     def _conversation_info(self, args: Args) -> Args:
         channel = str(args.get("channel") or "")
+        group_dm = channel in self.group_dms
         return {
             "channel": {
                 "id": channel,
-                "name": channel.lower(),
-                "is_channel": channel.startswith("C"),
-                "is_group": channel.startswith("G"),
+                "name": self.group_dms.get(channel) or channel.lower(),
+                "is_channel": channel.startswith("C") and not group_dm,
+                "is_group": channel.startswith("G") and not group_dm,
                 "is_im": channel.startswith("D"),
-                "is_private": not channel.startswith("C"),
+                "is_mpim": group_dm,
+                "is_private": group_dm or not channel.startswith("C"),
                 "is_member": channel not in self.channels_without_bot,
             }
         }

@@ -53,6 +53,7 @@ class SlackPayloads:
     _session: aiohttp.ClientSession | None
     _ws: web.WebSocketResponse | None
     _sockets: list[web.WebSocketResponse]
+    group_dms: dict[str, str]
 
     if TYPE_CHECKING:
 
@@ -113,6 +114,15 @@ class SlackPayloads:
 
     # Events API -----------------------------------------------------------------------------
 
+    def _channel_type(self, channel: str) -> str:
+        return "mpim" if channel in self.group_dms else channel_type_of(channel)
+
+    def _channel_name(self, channel: str) -> str:
+        """The conversation's name as commands and presses give it."""
+        if channel.startswith("D"):
+            return "directmessage"
+        return self.group_dms.get(channel) or channel.lower()
+
     def message_event(
         self, message: FakeMessage, *, channel_type: str | None = None
     ) -> dict[str, Any]:
@@ -121,7 +131,7 @@ class SlackPayloads:
             **message.payload(),
             "channel": message.channel,
             "event_ts": message.ts,
-            "channel_type": channel_type or channel_type_of(message.channel),
+            "channel_type": channel_type or self._channel_type(message.channel),
         }
         if message.files:
             event["subtype"] = "file_share"
@@ -163,7 +173,7 @@ class SlackPayloads:
             "subtype": "message_changed",
             "hidden": True,
             "channel": message.channel,
-            "channel_type": channel_type_of(message.channel),
+            "channel_type": self._channel_type(message.channel),
             "ts": event_ts,
             "event_ts": event_ts,
             "message": edited,
@@ -210,7 +220,7 @@ class SlackPayloads:
             "team_id": self.team_id,
             "team_domain": "fake",
             "channel_id": channel,
-            "channel_name": "directmessage" if channel.startswith("D") else channel.lower(),
+            "channel_name": self._channel_name(channel),
             "user_id": user,
             "user_name": self.users.get(user, user),
             "command": command,
@@ -248,7 +258,7 @@ class SlackPayloads:
             "team": {"id": self.team_id, "domain": "fake"},
             "enterprise": None,
             "is_enterprise_install": False,
-            "channel": {"id": message.channel, "name": message.channel.lower()},
+            "channel": {"id": message.channel, "name": self._channel_name(message.channel)},
             "message": message.payload(),
             "state": {"values": {}},
             "response_url": self._issue_response_url(message.channel, user),
@@ -325,7 +335,7 @@ class SlackPayloads:
             "team": {"id": self.team_id, "domain": "fake"},
             "enterprise": None,
             "is_enterprise_install": False,
-            "channel": {"id": ephemeral.channel, "name": ephemeral.channel.lower()},
+            "channel": {"id": ephemeral.channel, "name": self._channel_name(ephemeral.channel)},
             "state": {"values": {}},
             "response_url": self._issue_response_url(ephemeral.channel, presser, ephemeral),
             "actions": [_button_action(ephemeral.blocks, action_id)],

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from adapters.slack import SlackSurface
-from bot.kernel import InboundEvent, MessageRef, OutMessage, UserMessage
+from bot.kernel import InboundEvent, MessageRef, OutMessage, Place, UserMessage
 from tests.adapters.slack.conftest import RecordingCore
 from tests.fakes.slack import FakeSlack
 
@@ -114,26 +114,27 @@ async def test_channel_chatter_outside_threads_is_ignored(
     assert sorted(e.text for e in core.of(UserMessage)) == ["sentinel"]
 
 
-async def test_a_group_dm_works_like_a_channel(
+async def test_a_group_dm_is_private_and_only_its_mentions_are_heard(
     fake: FakeSlack, url: str, core: RecordingCore
 ) -> None:
+    fake.group_dm("G7", "U1", "U2")
     chatter = fake.user_says("between the two of us", channel="G7")
     mention = fake.user_says(f"<@{fake.bot_user_id}> join us", channel="G7")
     reply = fake.user_says("in the thread", channel="G7", thread_ts=mention.ts)
+    again = fake.user_says(f"<@{fake.bot_user_id}> and here", channel="G7", thread_ts=mention.ts)
 
-    await fake.post_event(
-        url, fake.event_callback(fake.message_event(chatter, channel_type="mpim"))
-    )
-    await fake.post_event(url, fake.event_callback(fake.app_mention_event(mention)))
-    await fake.post_event(url, fake.event_callback(fake.message_event(reply, channel_type="mpim")))
+    for said in (chatter, mention, reply, again):
+        await fake.post_event(url, fake.event_callback(fake.message_event(said)))
+    for said in (mention, again):
+        await fake.post_event(url, fake.event_callback(fake.app_mention_event(said)))
 
-    await seen(core, "join us", "in the thread")
+    await seen(core, "join us", "and here")
     await sentinel(fake, url, core)
     heard = {e.text: e.place for e in core.of(UserMessage)}
-    assert set(heard) == {"join us", "in the thread", "sentinel"}
-    assert (heard["join us"].channel_id, heard["join us"].thread_id) == ("G7", None)
-    assert (heard["in the thread"].thread_id, heard["in the thread"].is_dm) == (mention.ts, False)
-    assert not heard["join us"].is_dm
+    assert set(heard) == {"join us", "and here", "sentinel"}
+    assert heard["join us"] == Place("slack", fake.team_id, "G7", mention.ts, is_dm=True)
+    assert heard["and here"] == Place("slack", fake.team_id, "G7", mention.ts, is_dm=True)
+    assert len(fake.calls_to("conversations.info")) == 1
 
 
 async def test_edits_are_heard_as_edits_and_bot_and_own_messages_are_ignored(

@@ -122,3 +122,25 @@ async def test_views_update_replaces_an_open_modal_with_its_current_hash_only(
 
 def _plain(text: str) -> dict[str, str]:
     return {"type": "plain_text", "text": text}
+
+
+async def test_a_group_dm_is_an_mpim_in_its_events_commands_presses_and_info(
+    fake: FakeSlack,
+) -> None:
+    client = AsyncWebClient(token=fake.bot_token, base_url=fake.api_url)
+    name = fake.group_dm("G0MPIM", "U1", "U2")
+    said = fake.user_says("hi both", channel="G0MPIM")
+
+    info = (await client.conversations_info(channel="G0MPIM"))["channel"]
+    assert name == "mpdm-alice--bob-1" == info["name"]
+    assert (info["is_mpim"], info["is_group"], info["is_im"], info["is_private"]) == (
+        True,
+        False,
+        False,
+        True,
+    )
+    assert fake.message_event(said)["channel_type"] == "mpim"
+    assert "channel_type" not in fake.app_mention_event(said)
+    assert fake.slash_command("/imagine", "x", channel="G0MPIM")["channel_name"] == name
+    assert fake.slash_command("/imagine", "x", channel="G1")["channel_name"] == "g1"
+    assert fake.message_event(fake.user_says("x", channel="G1"))["channel_type"] == "group"
