@@ -13,9 +13,14 @@
   are ``Secure`` when ``[web] public_url`` is ``https://``.
 - **Identity.** A browser's user is created when the page loads: a session cookie signed with a
   key kept in the playground's history file, so it survives restarts. Requests to the API
-  without a valid session cookie are refused (401), so dropping cookies does not mint new
-  users past the per-user caps. An API client with the Bearer token and no session is the user
-  ``web-api``.
+  without a valid session cookie are refused (401). A page load without one starts a new user,
+  with fresh per-user caps, so each client address (an IPv6 one by its /64) may start at most
+  ``[web] new_sessions_per_hour`` of them in any hour (0: no limit); past that, a page load
+  without a valid session gets 429 with ``Retry-After`` and starts nobody, while a browser that
+  keeps its cookie is never refused. Dropping cookies thus buys at most that many fresh budgets
+  an hour per address (per process; the newest 4096 addresses are remembered). The address is the connection's: behind a reverse proxy every client
+  shares the proxy's (``X-Forwarded-For`` is not trusted), so the allowance is the proxy's to
+  share. An API client with the Bearer token and no session is the user ``web-api``.
 - **Admins** are the users named in ``[web] admin_ids``. Nobody is an admin because of their
   address. ``genbot demo`` (``admin_link``) prints an admin link, ``/?admin=<random token>``:
   the browser that opens it becomes an admin (until the demo stops); everyone else is not.
@@ -27,6 +32,7 @@ import base64
 import hashlib
 import hmac
 import ipaddress
+import math
 import re
 import secrets
 import time
@@ -35,12 +41,15 @@ from urllib.parse import urlsplit
 
 from adapters.hosts import HostName, allowed_hosts, host_allowed
 from adapters.web.settings import WebSettings
+from bot.kernel import RateWindow
 
 SESSION_COOKIE = "genbot_session"
 ACCESS_COOKIE = "genbot_access"
 API_USER_ID = "web-api"
 MIN_TOKEN_LENGTH = 16
 ACCESS_COOKIE_SECONDS = 30 * 24 * 3600
+NEW_SESSION_WINDOW_SECONDS = 3600.0
+"""The window of ``[web] new_sessions_per_hour``."""
 """How long a browser keeps access after presenting the token (then it presents it again)."""
 _SESSION = re.compile(r"^([A-Za-z0-9_-]{24})\.([A-Za-z0-9_-]{22})$")
 _ACCESS = re.compile(r"^([0-9]{1,12})\.([A-Za-z0-9_-]{16})\.([A-Za-z0-9_-]{22})$")
@@ -89,6 +98,8 @@ class Access:
         self.secure_cookies = settings.public_url.strip().lower().startswith("https://")
         self._clock = clock
         self.session_key = secrets.token_bytes(32)
+        self.new_sessions_per_hour = settings.new_sessions_per_hour
+        self._new_sessions = RateWindow(settings.new_sessions_per_hour, NEW_SESSION_WINDOW_SECONDS)
         self._token = settings.access_token.get_secret_value()
         public = urlsplit(settings.public_url.strip()).hostname if settings.public_url else None
         self._allowed = allowed_hosts(settings.allowed_hosts)
@@ -144,6 +155,17 @@ class Access:
         """A new signed session cookie value."""
         return self.cookie_for(secrets.token_urlsafe(18))
 
+    def new_session_wait(self, remote: str | None) -> int:
+        """Count a new session for the client at ``remote`` (the connection's address) and
+        return 0; or, when that client has started ``[web] new_sessions_per_hour`` in the last
+        hour, count nothing and return the whole seconds until it may start one."""
+        if not self.new_sessions_per_hour:
+            return 0
+        client = client_key(remote)
+        if self._new_sessions.allow(client):
+            return 0
+        return max(1, math.ceil(self._new_sessions.retry_after(client)))
+
     def cookie_for(self, session_id: str) -> str:
         """The signed cookie value of ``session_id`` (24 URL-safe characters)."""
         return f"{session_id}.{self._mac(session_id)}"
@@ -172,6 +194,21 @@ class Access:
     def _mac(self, session_id: str) -> str:
         digest = hmac.new(self.session_key, session_id.encode(), hashlib.sha256).digest()
         return base64.urlsafe_b64encode(digest).decode()[:22]
+
+
+def client_key(remote: str | None) -> str:
+    """Whose allowance a connection from ``remote`` spends: its IPv4 address (an IPv4-mapped
+    IPv6 one too), the /64 of an IPv6 one (what one household or host is given), else
+    ``remote`` itself."""
+    try:
+        address = ipaddress.ip_address(remote or "")
+    except ValueError:
+        return remote or ""
+    if isinstance(address, ipaddress.IPv6Address):
+        if address.ipv4_mapped is not None:
+            return str(address.ipv4_mapped)
+        return str(ipaddress.IPv6Network((address, 64), strict=False))
+    return str(address)
 
 
 def user_id_for(session_id: str) -> str:

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import json
 import logging
+import math
 from http.cookies import SimpleCookie
 from pathlib import Path
 from typing import Any, Protocol
@@ -72,6 +73,11 @@ NO_TOKEN = N_(
 )
 WRONG_TOKEN = N_("That is not this playground's access token.")
 NO_SESSION = N_("Load the playground page first: it gives this browser its identity.")
+TOO_MANY_SESSIONS = N_(
+    "Too many new playground identities were started from your address (at most {limit} an "
+    "hour, [web] new_sessions_per_hour): try again in {minutes} min. A browser that keeps its "
+    "cookies keeps its identity and is never refused."
+)
 WRONG_ADMIN_LINK = N_(
     "That is not this playground's admin link (a new one is printed at each start)."
 )
@@ -152,6 +158,23 @@ def _token_refusal(request: web.Request, access: Access) -> web.StreamResponse |
     return json_error(401, _(NO_TOKEN))
 
 
+def _new_session_refusal(request: web.Request, access: Access) -> web.Response | None:
+    """None when the request starts no identity (not a page load, or one with a valid session)
+    or its client may start one (which is counted); else a 429 that says when to retry."""
+    if not _page_load(request) or access.session_of(request.cookies.get(SESSION_COOKIE)):
+        return None
+    wait = access.new_session_wait(request.remote)
+    if not wait:
+        return None
+    refused(request, "too many new sessions from one address")
+    limit, minutes = access.new_sessions_per_hour, math.ceil(wait / 60)
+    response = json_error(
+        429, _(TOO_MANY_SESSIONS, limit=limit, minutes=minutes), "too_many_sessions"
+    )
+    response.headers["Retry-After"] = str(wait)
+    return response
+
+
 def _user(request: web.Request, access: Access) -> User | None:
     """Who sends ``request``; a page load without a session starts one; None: nobody."""
     session = access.session_of(request.cookies.get(SESSION_COOKIE))
@@ -188,6 +211,9 @@ async def access_middleware(request: web.Request, handler: Any) -> web.StreamRes
         refused(request, "Host not allowed")
         return json_error(421, _(WRONG_HOST))
     refusal = _token_refusal(request, access)
+    if refusal is not None:
+        return refusal
+    refusal = _new_session_refusal(request, access)
     if refusal is not None:
         return refusal
     user = _user(request, access)

@@ -15,7 +15,8 @@ class WebSettings(Section):
     is not a loopback address; ``admin_ids`` are playground user ids (``web-…``). Each channel
     keeps its latest ``messages_per_channel`` messages; a shared channel (not a DM, nor a
     default one) no message was made in for ``channel_idle_days`` goes with its messages (0:
-    kept).
+    kept). One client address (an IPv6 one by its /64) starts at most ``new_sessions_per_hour``
+    identities (0: no limit).
     """
 
     enabled: bool = False
@@ -28,3 +29,4 @@ class WebSettings(Section):
     upload_cache_mb: int = Field(default=256, ge=1)
     messages_per_channel: int = Field(default=500, ge=10, le=100_000)
     channel_idle_days: int = Field(default=30, ge=0)
+    new_sessions_per_hour: int = Field(default=5, ge=0)

@@ -1,5 +1,6 @@
 """The playground's trust model over real HTTP: Host allow-list (DNS rebinding), no admin by
-address, the access token for browsers and API clients, and identities only a page load mints."""
+address, the access token for browsers and API clients, and identities only a page load mints,
+a few an hour per client address."""
 
 from __future__ import annotations
 
@@ -14,7 +15,7 @@ from pydantic import SecretStr
 
 from adapters import AdapterStartError
 from adapters.web import WebAdapter
-from adapters.web.access import ACCESS_COOKIE_SECONDS, Access, exposure_problem
+from adapters.web.access import ACCESS_COOKIE_SECONDS, Access, client_key, exposure_problem
 from adapters.web.routes import WRONG_ADMIN_LINK
 from adapters.web.settings import WebSettings
 from bot.kernel import Command
@@ -95,6 +96,7 @@ async def test_loopback_names_public_url_and_allowed_hosts_are_served() -> None:
     settings: dict[str, Any] = {
         "public_url": "https://genbot.example.org/",
         "allowed_hosts": ["genbot.lan", "192.168.1.20:8080", "[fd00::1]"],
+        "new_sessions_per_hour": 0,
     }
     async with playground(core, **settings) as adapter, browser(adapter) as session:
         port = adapter.url.rsplit(":", 1)[1]
@@ -202,6 +204,58 @@ async def test_api_requests_without_a_session_from_a_page_load_are_refused() -> 
                 assert second.status == 202
         events = await core.wait_for_events(2)
         assert events[0].user.id == events[1].user.id
+
+
+async def test_page_loads_without_a_session_start_at_most_the_hourly_allowance_of_users() -> None:
+    core = RecordingCore()
+    token = {"token": TOKEN}
+    async with playground(core, access_token=SecretStr(TOKEN)) as adapter:
+        async with browser(adapter, load_page=False) as keeper:
+            async with keeper.get("/", params=token) as page:
+                assert page.status == 200
+            for _ in range(4):
+                async with browser(adapter, load_page=False) as dropper:
+                    async with dropper.get("/", params=token) as page:
+                        assert page.status == 200 and "genbot_session" in page.cookies
+            async with browser(adapter, load_page=False) as dropper:
+                async with dropper.get("/", params=token) as page:
+                    status, error = await status_and_error(page)
+                    assert status == 429 and "genbot_session" not in page.cookies
+                    assert 3590 <= int(page.headers["Retry-After"]) <= 3600
+                    assert "at most 5 an hour" in error and "try again in 60 min" in error
+                async with dropper.post("/api/command", json=FOX) as response:
+                    status, error = await status_and_error(response)
+                    assert status == 401 and "Load the playground page first" in error
+            for _ in range(3):
+                async with keeper.get("/") as page:
+                    assert page.status == 200 and "genbot_session" not in page.cookies
+            async with keeper.post("/api/command", json=FOX) as response:
+                assert response.status == 202
+        [event] = await core.wait_for_events(1)
+        assert event.user.id.startswith("web-")
+
+
+async def test_the_allowance_is_a_setting_and_0_lifts_it() -> None:
+    async with playground(RecordingCore(), new_sessions_per_hour=1) as adapter:
+        async with browser(adapter) as kept:
+            async with browser(adapter, load_page=False) as second, second.get("/") as page:
+                assert page.status == 429
+                assert "at most 1 an hour" in (await status_and_error(page))[1]
+            async with kept.get("/") as page:
+                assert page.status == 200
+    async with playground(RecordingCore(), new_sessions_per_hour=0) as adapter:
+        for _ in range(8):
+            async with browser(adapter):
+                pass
+
+
+def test_an_allowance_is_per_ipv4_address_and_per_ipv6_64() -> None:
+    assert client_key("192.0.2.7") == "192.0.2.7"
+    assert client_key("::ffff:192.0.2.7") == "192.0.2.7"
+    assert client_key("2001:db8:1:2:aaaa::1") == client_key("2001:db8:1:2:bbbb::9")
+    assert client_key("2001:db8:1:2::1") == "2001:db8:1:2::/64"
+    assert client_key("2001:db8:1:3::1") != client_key("2001:db8:1:2::1")
+    assert client_key(None) == "" and client_key("unix") == "unix"
 
 
 async def test_the_access_token_once_in_the_address_then_as_a_cookie_or_bearer() -> None:
