@@ -17,10 +17,11 @@
   with fresh per-user caps, so each client address (an IPv6 one by its /64) may start at most
   ``[web] new_sessions_per_hour`` of them in any hour (0: no limit); past that, a page load
   without a valid session gets 429 with ``Retry-After`` and starts nobody, while a browser that
-  keeps its cookie is never refused. Dropping cookies thus buys at most that many fresh budgets
-  an hour per address (per process; the newest 4096 addresses are remembered). The address is the connection's: behind a reverse proxy every client
-  shares the proxy's (``X-Forwarded-For`` is not trusted), so the allowance is the proxy's to
-  share. An API client with the Bearer token and no session is the user ``web-api``.
+  keeps its cookie is never refused. Dropping cookies thus buys at most that many fresh
+  budgets an hour per address (per process; the newest 4096 addresses are remembered). The
+  address is the connection's: behind a reverse proxy every client shares the proxy's
+  (``X-Forwarded-For`` is not trusted), so the allowance is the proxy's to share. An API
+  client with the Bearer token and no session is the user ``web-api``.
 - **Admins** are the users named in ``[web] admin_ids``. Nobody is an admin because of their
   address. ``genbot demo`` (``admin_link``) prints an admin link, ``/?admin=<random token>``:
   the browser that opens it becomes an admin (until the demo stops); everyone else is not.

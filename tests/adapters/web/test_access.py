@@ -214,9 +214,11 @@ async def test_page_loads_without_a_session_start_at_most_the_hourly_allowance_o
             async with keeper.get("/", params=token) as page:
                 assert page.status == 200
             for _ in range(4):
-                async with browser(adapter, load_page=False) as dropper:
-                    async with dropper.get("/", params=token) as page:
-                        assert page.status == 200 and "genbot_session" in page.cookies
+                async with (
+                    browser(adapter, load_page=False) as dropper,
+                    dropper.get("/", params=token) as page,
+                ):
+                    assert page.status == 200 and "genbot_session" in page.cookies
             async with browser(adapter, load_page=False) as dropper:
                 async with dropper.get("/", params=token) as page:
                     status, error = await status_and_error(page)
@@ -236,13 +238,15 @@ async def test_page_loads_without_a_session_start_at_most_the_hourly_allowance_o
 
 
 async def test_the_allowance_is_a_setting_and_0_lifts_it() -> None:
-    async with playground(RecordingCore(), new_sessions_per_hour=1) as adapter:
-        async with browser(adapter) as kept:
-            async with browser(adapter, load_page=False) as second, second.get("/") as page:
-                assert page.status == 429
-                assert "at most 1 an hour" in (await status_and_error(page))[1]
-            async with kept.get("/") as page:
-                assert page.status == 200
+    async with (
+        playground(RecordingCore(), new_sessions_per_hour=1) as adapter,
+        browser(adapter) as kept,
+    ):
+        async with browser(adapter, load_page=False) as second, second.get("/") as page:
+            assert page.status == 429
+            assert "at most 1 an hour" in (await status_and_error(page))[1]
+        async with kept.get("/") as page:
+            assert page.status == 200
     async with playground(RecordingCore(), new_sessions_per_hour=0) as adapter:
         for _ in range(8):
             async with browser(adapter):
