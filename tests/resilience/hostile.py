@@ -154,7 +154,8 @@ async def upload_flood(
     side = int((0.9 * file_mb * MB / 3) ** 0.5)
     image = noise_png(side, side)
     outcome = Outcome(attempts=browsers)
-    env = {"GENBOT_WEB__UPLOAD_CACHE_MB": str(cache_mb)}
+    # the flood's browsers all come from 127.0.0.1: no allowance of new identities
+    env = {"GENBOT_WEB__UPLOAD_CACHE_MB": str(cache_mb), "GENBOT_WEB__NEW_SESSIONS_PER_HOUR": "0"}
     async with genbot_child(workdir, env) as process:
         cookies = [await load_page(process.url) for _ in range(browsers)]
         outcome.rss_before_mb, _ = memory_mb(_pid(process))
