@@ -22,7 +22,7 @@ from adapters.listener import refused
 from adapters.web.language import request_locale
 from adapters.web.messages import StoredFile, WebMessage
 from adapters.web.platform import PLATFORM, WebContext, can_see, is_dm_channel, web_place
-from adapters.web.playground import HISTORY_ERRORS, NotKept, Playground
+from adapters.web.playground import FORM_CLOSED_TEXT, HISTORY_ERRORS, NotKept, Playground
 from adapters.web.routes import ADAPTER, DEFAULT_CHANNELS, USER, Serving, json_error
 from adapters.web.translate import BadInput, assign_attachments, parse_channel, parse_slash
 from adapters.web.uploads import UploadCacheFull
@@ -47,6 +47,7 @@ from bot.kernel import (
     is_document,
     is_image,
     is_pdf,
+    named,
     ngettext,
 )
 
@@ -420,6 +421,8 @@ async def modal(request: web.Request) -> web.Response:
     if not isinstance(values, dict) or not all(isinstance(v, str) for v in values.values()):
         raise BadInput(_("'values' must map field ids to strings."))
     pending = adapter.playground.pending_modal(user.id, custom_id)
+    if pending is None and adapter.playground.form_closed(user.id, custom_id):
+        raise BadInput(_(FORM_CLOSED_TEXT, forget=named("forget-me")))
     if pending is None:
         raise BadInput(_("This form has expired or was already submitted; open it again."))
     fields = pending.modal.fields

@@ -21,12 +21,12 @@ import asyncio
 import json
 import sqlite3
 from collections.abc import AsyncIterator, Iterable, Sequence
-from dataclasses import dataclass, fields
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 from adapters.web.forgotten import Forgotten
-from adapters.web.messages import StoredFile, WebMessage
+from adapters.web.messages import StoredFile, WebMessage, message_record
 from adapters.web.notice import Notice
 from adapters.web.platform import DM_PREFIX
 from adapters.web.ports import (
@@ -48,22 +48,6 @@ def playground_path(database: Path) -> Path:
     """Where an earlier genbot kept the playground's messages: beside its database
     (``genbot.db`` → ``genbot.playground.db``)."""
     return database.with_name(f"{database.stem}.playground{database.suffix or '.db'}")
-
-
-KEPT_APART = frozenset({"pending", "version"})
-"""What the store keeps beside a message's record, not in it."""
-
-
-def message_record(message: WebMessage) -> dict[str, Any]:
-    """Everything about ``message`` but ``pending`` and ``version`` (kept apart) as JSON-ready
-    values; :func:`restored` reads it back."""
-    record = {
-        f.name: getattr(message, f.name) for f in fields(WebMessage) if f.name not in KEPT_APART
-    }
-    record["buttons"] = [
-        [[b.label, b.action, b.ref, b.style, b.disabled] for b in row] for row in message.buttons
-    ]
-    return record
 
 
 def restored(record: dict[str, Any], pending: bool, version: int = 0) -> WebMessage:

@@ -10,6 +10,7 @@ from __future__ import annotations
 import hashlib
 import io
 import itertools
+import json
 import re
 import secrets
 from collections import Counter, OrderedDict, deque
@@ -138,6 +139,34 @@ class WebMessage:
             "edited": self.edited,
             "deleted": self.deleted,
         }
+
+
+KEPT_APART = frozenset({"pending", "version"})
+"""What the store keeps beside a message's record, not in it."""
+
+
+def message_record(message: WebMessage) -> dict[str, Any]:
+    """Everything about ``message`` but ``pending`` and ``version`` (kept apart) as JSON-ready
+    values: what the history saves (:func:`adapters.web.journal.restored` reads it back)."""
+    record = {
+        f.name: getattr(message, f.name) for f in fields(WebMessage) if f.name not in KEPT_APART
+    }
+    record["buttons"] = [
+        [[b.label, b.action, b.ref, b.style, b.disabled] for b in row] for row in message.buttons
+    ]
+    return record
+
+
+def names(message: WebMessage, user_id: str) -> bool:
+    """Whether ``message`` names ``user_id`` anywhere: its author, audience or mention, its
+    text, a button, or anywhere else in its record (a thread's name, an image's file name,
+    the command): as the history finds it (its record as text holds the id)."""
+    return (
+        user_id in (message.author.get("id"), message.visible_to, message.mention)
+        or user_id in message.text
+        or any(user_id in b.custom_id for row in message.buttons for b in row)
+        or user_id in json.dumps(message_record(message), ensure_ascii=False)
+    )
 
 
 def channel_order(message: WebMessage) -> tuple[float, str]:
@@ -319,14 +348,7 @@ class MessageStore:
         of these (genbot's reply to a user's message names neither): as the history finds
         them (:meth:`storage.PlaygroundHistory.about_user`)."""
         kept = [m for messages in self._channels.values() for m in messages]
-        naming = {
-            m.id
-            for m in kept
-            if m.channel == channel
-            or user_id in (m.author.get("id"), m.visible_to, m.mention)
-            or user_id in m.text
-            or any(user_id in b.custom_id for row in m.buttons for b in row)
-        }
+        naming = {m.id for m in kept if m.channel == channel or names(m, user_id)}
         return [m for m in kept if m.id in naming or m.reply_to in naming]
 
     def images_only_of(self, messages: Sequence[WebMessage]) -> set[str]:
@@ -356,6 +378,11 @@ class MessageStore:
         """The message posted in the channel (or thread) with ``key``, if it is still kept."""
         found = self._by_key.get((channel, thread, key))
         return None if found is None or found.deleted else found
+
+    def saved_versions(self) -> dict[str, int]:
+        """The version of each message kept that was saved (those never saved, shown only
+        here, left out)."""
+        return {m.id: m.version for m in self._by_id.values() if m.version > 0}
 
     def pending(self) -> list[WebMessage]:
         """Commands whose handling had not finished, oldest first."""

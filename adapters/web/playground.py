@@ -38,6 +38,7 @@ from adapters.web.ports import PlaygroundHistory
 from adapters.web.uploads import UploadCache
 from bot.kernel import (
     DATABASE_UNREACHABLE_TEXT,
+    N_,
     OUTAGE,
     Attachment,
     ImageFile,
@@ -62,6 +63,13 @@ DOWNLOADS_BYTES = 128 * 1024 * 1024
 DOWNLOADS_PER_USER = 3
 
 MAX_PENDING_MODALS = 20
+MAX_CLOSED_FORMS = 1000
+"""How many forms closed by a deletion (:meth:`Playground.form_closed`) are remembered, for
+their submissions to be told why (the oldest are then told the form expired)."""
+FORM_CLOSED_TEXT = N_(
+    "This form was closed because what it was about was deleted ({forget}); nothing was sent."
+    " Open it again if you still need it."
+)
 HISTORY_ERRORS = (StorageError, sqlite3.Error, OSError)
 """What reading or writing the history raises when the database fails (or was closed); anything
 else, a RuntimeError too, is a bug, not an outage."""
@@ -176,6 +184,9 @@ class Playground:
         not quiet (:meth:`expire_quiet`) before its time."""
         self.url = ""
         self._modals: dict[str, OrderedDict[str, PendingModal]] = {}
+        self._closed_forms: OrderedDict[tuple[str, str], None] = OrderedDict()
+        """The forms dropped with what they were about (user and custom id): see
+        :meth:`form_closed`."""
         self.unkept_replies: set[str] = set()
         """Messages an answer to which could not be kept (the database failed)."""
 
@@ -292,6 +303,7 @@ class Playground:
         gone = {message.id for message in self.store.about(user_id, dm_channel(user_id))}
         self.uploads.forget(user_id)
         self.downloads.forget(user_id)
+        self._close_forms_of(user_id)
         self._drop(gone)
 
     async def _show_saved_elsewhere(
@@ -408,17 +420,43 @@ class Playground:
         already); one saved while following was down is. It reads every channel, so none owes
         a catch-up after it (no notice is skipped while it reads: :meth:`_follow` waits). Of the
         DMs it reads only the :data:`DMS_IN_MEMORY` a message was last saved in: a DM held and
-        not among them is no longer held whole (it is read again when a browser watches it)."""
+        not among them is no longer held whole (it is read again when a browser watches it).
+        What the history lost meanwhile is dropped too (:meth:`_drop_lost`)."""
         skips = self._skips
+        versions = self.store.saved_versions()
         saved = await journal.load(self.max_image_memory, most_dms=DMS_IN_MEMORY)
         for message in saved.messages:
             keys = message.image_keys()
             self._show_read(message, {k: f for k, f in saved.images.items() if k in keys})
+        read_ids = {message.id for message in saved.messages}
+        await self._drop_lost(journal, {m: v for m, v in versions.items() if m not in read_ids})
         self._read_up_to(skips, list(self._skipped))
         read = {message.channel for message in saved.messages}
         held = set(self.store.dms())
         self._whole.difference_update(held - read)
         self._whole.update(held & read)
+
+    async def _drop_lost(self, journal: PlaygroundJournal, unread: dict[str, int]) -> None:
+        """Of the messages held before a catch-up that it did not read (``unread``: each with
+        the version held then), drop those the history no longer has, from the browsers
+        showing them too, with the images only they showed: deleted while following was down
+        (a ``/forget-me`` whose notice was lost with the feed, a channel that expired, a
+        trim). One changed here since (saved again) stays."""
+        if not unread:
+            return
+        kept = {message.id for message in await journal.fetch_saved(list(unread))}
+        lost = [
+            message_id
+            for message_id, version in unread.items()
+            if message_id not in kept and self._held_version(message_id) == version
+        ]
+        if lost:
+            log.info("dropping %d playground messages the history lost meanwhile", len(lost))
+        self._drop(lost)
+
+    def _held_version(self, message_id: str) -> int | None:
+        held = self.store.get(message_id)
+        return None if held is None else held.version
 
     async def watch(self, channel: str) -> None:
         """A browser is about to show ``channel`` (a page reads its history, an event stream
@@ -687,6 +725,7 @@ class Playground:
 
     def remember_modal(self, user_id: str, pending: PendingModal) -> None:
         """Keep a form shown to ``user_id`` until it is submitted (the newest 20 per user)."""
+        self._closed_forms.pop((user_id, pending.modal.custom_id), None)
         forms = self._modals.setdefault(user_id, OrderedDict())
         forms.pop(pending.modal.custom_id, None)
         forms[pending.modal.custom_id] = pending
@@ -697,6 +736,33 @@ class Playground:
         """The form ``custom_id`` shown to ``user_id``, while it waits for its submission."""
         forms = self._modals.get(user_id)
         return forms.get(custom_id) if forms is not None else None
+
+    def form_closed(self, user_id: str, custom_id: str) -> bool:
+        """Whether the form ``custom_id`` shown to ``user_id`` was closed because what it was
+        about was deleted (``/forget-me``): its submission is refused, told why."""
+        return (user_id, custom_id) in self._closed_forms
+
+    def _close_forms_of(self, user_id: str) -> None:
+        """``user_id`` was forgotten: close the forms shown to them, and those naming them
+        (their ``custom_id``: a form about them shown to an admin), so that none submitted
+        later makes what was deleted again."""
+        self._close_forms(
+            lambda owner, pending: owner == user_id or user_id in pending.modal.custom_id
+        )
+
+    def _close_forms(self, closes: Callable[[str, PendingModal], bool]) -> None:
+        """Drop the pending forms ``closes`` picks (by their user and the form), remembering
+        them for :meth:`form_closed`."""
+        for owner, forms in list(self._modals.items()):
+            for custom_id, pending in list(forms.items()):
+                if closes(owner, pending):
+                    del forms[custom_id]
+                    self._closed_forms.pop((owner, custom_id), None)
+                    self._closed_forms[owner, custom_id] = None
+            if not forms:
+                del self._modals[owner]
+        while len(self._closed_forms) > MAX_CLOSED_FORMS:
+            self._closed_forms.popitem(last=False)
 
     def close_modal(self, user_id: str, custom_id: str) -> None:
         """Forget a submitted form."""
@@ -720,12 +786,15 @@ class Playground:
         they hold (:meth:`_forgotten_elsewhere`)."""
         gone, images = await self._about(user_id, forget=True)
         files = self.uploads.forget(user_id) + self.downloads.forget(user_id)
+        self._close_forms_of(user_id)
         self._drop(gone)
         return {KEPT_MESSAGES: len(gone), KEPT_IMAGES: len(images), KEPT_FILES: files}
 
     def _drop(self, message_ids: Collection[str]) -> None:
         """Forget the messages ``message_ids`` held here (with the images only they showed),
-        deleted from the browsers showing them; a channel left empty is let go."""
+        deleted from the browsers showing them, and close the forms opened from them; a
+        channel left empty is let go."""
+        self._close_forms(lambda _, pending: pending.reply_to in message_ids)
         for message_id in message_ids:
             message = self.store.remove(message_id)
             if message is not None:

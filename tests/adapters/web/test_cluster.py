@@ -23,7 +23,7 @@ from adapters.web import WebAdapter, handlers, playground
 from adapters.web.access import SESSION_COOKIE
 from adapters.web.hub import MAX_STREAMS_PER_USER
 from adapters.web.messages import BOT_AUTHOR, StoredFile, WebMessage
-from adapters.web.platform import WebContext, dm_channel
+from adapters.web.platform import PendingModal, WebContext, dm_channel
 from adapters.web.settings import WebSettings
 from bot.kernel import (
     Button,
@@ -50,7 +50,15 @@ from storage.queries.playground import (
     PlaygroundHistory,
 )
 from storage.sql.session import Database, Row, Values
-from tests.adapters.web.fakes import RecordingCore, SseReader, eventually, history, png, post
+from tests.adapters.web.fakes import (
+    RecordingCore,
+    SseReader,
+    eventually,
+    history,
+    png,
+    post,
+    zoom_modal,
+)
 from tests.fakes.router import FakeRouter
 from tests.postgres import PostgresCluster
 from tests.storage.counting import CountingDatabase
@@ -1382,6 +1390,20 @@ async def test_a_message_read_when_it_is_asked_for_is_not_marked_unread_again(
             assert [e.data["type"] for e in after] == ["post"], [e.data for e in after]
 
 
+async def anns_fox_held_by_second(
+    first: WebAdapter, second: WebAdapter, ann: User
+) -> tuple[WebMessage, str]:
+    """Ann posts a fox (with its image) on ``first``, then genbot a hare; returns once
+    ``second`` holds both and the fox's image: her message, and its image's key."""
+    fox = StoredFile("fox.png", png(), "image/png")
+    mine = await first.playground.post_user_message(ann, PLACE, "a fox by Ann", [fox])
+    await first.surface.send(PLACE, OutMessage("a hare"))
+    await eventually(lambda: texts(second) == ["a fox by Ann", "a hare"], ACROSS_PROCESSES)
+    key = str(mine.images[0]["key"])
+    assert await second.playground.image_file(key) is not None
+    return mine, key
+
+
 async def test_a_user_forgotten_on_one_process_is_dropped_by_every_other(
     postgres: PostgresCluster,
 ) -> None:
@@ -1392,12 +1414,7 @@ async def test_a_user_forgotten_on_one_process_is_dropped_by_every_other(
     url = postgres.create_schema()
     ann = User("web-ann000000000", "Ann")
     async with process(url) as first, process(url) as second, watching(second) as stream:
-        fox = StoredFile("fox.png", png(), "image/png")
-        mine = await first.playground.post_user_message(ann, PLACE, "a fox by Ann", [fox])
-        await first.surface.send(PLACE, OutMessage("a hare"))
-        await eventually(lambda: texts(second) == ["a fox by Ann", "a hare"], ACROSS_PROCESSES)
-        key = mine.images[0]["key"]
-        assert await second.playground.image_file(key) is not None
+        mine, key = await anns_fox_held_by_second(first, second, ann)
         asked = await second.playground.post_user_message(
             ann, PLACE, "/jobs export", [], command="jobs.export"
         )
@@ -1451,3 +1468,81 @@ async def test_an_export_whose_command_another_process_forgot_is_refused_and_not
             m for m in second.playground.store.history("general", ann.id) if m.kind == "ephemeral"
         ]
         assert told.kind == "ephemeral" and "`jobs.zip` is not handed over" in told.text
+
+
+class FeedHeldDown(CountingDatabase):
+    """A database whose following (``LISTEN``) starts only while :attr:`up` is set: a feed
+    cut while it is clear stays down until it is set."""
+
+    def __init__(self, inner: Database) -> None:
+        super().__init__(inner)
+        self.up = asyncio.Event()
+
+    async def listen(self, channel: str) -> AsyncIterator[str | None]:
+        await self.up.wait()
+        async for payload in self.inner.listen(channel):
+            yield payload
+
+
+async def test_a_user_forgotten_while_a_process_s_feed_was_down_is_dropped_when_it_resumes(
+    postgres: PostgresCluster, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The second process's feed is cut, and held down until ``/forget-me`` on the first is
+    done: it never has the forget's notice, yet once following resumes its catch-up drops
+    what the history lost (the user's message, the image only it showed), from the browser
+    watching there too; another user's message stays."""
+    monkeypatch.setattr(playground, "FOLLOW_RETRY_SECONDS", 2.0)
+    url = postgres.create_schema()
+    ann = User("web-ann000000000", "Ann")
+    async with process(url) as first, process(url) as second, watching(second) as stream:
+        mine, key = await anns_fox_held_by_second(first, second, ann)
+        history_of_second = second.playground.history
+        assert isinstance(history_of_second, PlaygroundHistory)
+        feed = FeedHeldDown(history_of_second.db)
+        history_of_second.db = feed
+        before = feed_failures()
+        cut_following(url)
+        await eventually(lambda: feed_failures() == before + 2, ACROSS_PROCESSES)
+        await eventually(lambda: listening(url) == 1, ACROSS_PROCESSES)
+
+        await first.surface.forget_user(ann.id)
+        assert texts(second) == ["a fox by Ann", "a hare"]
+        feed.up.set()
+
+        await eventually(lambda: texts(second) == ["a hare"], ACROSS_PROCESSES)
+        assert second.playground.store.get(mine.id) is None
+        assert second.playground.store.image(key) is None
+        seen = await stream.until(lambda d: d["type"] == "delete", ACROSS_PROCESSES)
+        assert [e.data["message"]["id"] for e in seen if e.data["type"] == "delete"] == [mine.id]
+
+
+async def test_a_message_naming_a_forgotten_user_only_in_its_thread_s_name_is_dropped_elsewhere(
+    postgres: PostgresCluster,
+) -> None:
+    """genbot's message names Ann nowhere but in the name of the thread started on it: the
+    history deletes it with her other messages (it holds her id), and the process told of the
+    forget drops it too, as the history found it, with the form Ann had open there (its
+    submission is told why it is refused)."""
+    url = postgres.create_schema()
+    ann = User("web-ann000000000", "Ann")
+    async with process(url) as first, process(url) as second, watching(second):
+        ref = await first.surface.send(PLACE, OutMessage("a fox"))
+        await first.surface.start_thread(ref, f"the fox {ann.id} asked for")
+        await first.surface.send(PLACE, OutMessage("a hare"))
+
+        def threaded_on_second() -> bool:
+            message = second.playground.store.get(ref.message_id)
+            return message is not None and message.thread_info is not None
+
+        await eventually(threaded_on_second, ACROSS_PROCESSES)
+        await eventually(lambda: texts(second) == ["a fox", "a hare"], ACROSS_PROCESSES)
+        form = PendingModal(zoom_modal("settings", "user"), PLACE, None)
+        second.playground.remember_modal(ann.id, form)
+
+        await first.surface.forget_user(ann.id)
+
+        await eventually(lambda: texts(second) == ["a hare"], ACROSS_PROCESSES)
+        assert first.playground.store.get(ref.message_id) is None
+        custom_id = form.modal.custom_id
+        assert second.playground.pending_modal(ann.id, custom_id) is None
+        assert second.playground.form_closed(ann.id, custom_id)

@@ -417,3 +417,42 @@ async def test_two_posts_at_the_same_moment_cannot_both_take_the_last_channel(
             assert (await racing)[0] == 400
             assert "spam2" not in (await history(bob))["channels"]
             await eventually(lambda: adapter.running_handlers == 0)
+
+
+FORM_CLOSED = (
+    "This form was closed because what it was about was deleted (`/forget-me`); nothing was"
+    " sent. Open it again if you still need it."
+)
+
+
+async def test_the_forms_open_when_their_user_is_forgotten_are_closed_and_submissions_told_why(
+    browser: ClientSession, core: RecordingCore, adapter: WebAdapter
+) -> None:
+    """``/forget-me`` closes the forms its user had open, the one their command opened and the
+    one a button on genbot's message (which stays) opened: each submitted after is refused
+    with why, and reaches nothing (it would make what was deleted again). A form opened
+    again after is theirs to submit."""
+    buttons = ((Button("Custom Zoom", "outpaint_custom", "job-9"),),)
+    ref = await adapter.surface.send(web_place(), OutMessage("upscaled", buttons=buttons))
+    pressed = {"message_id": ref.message_id, "custom_id": "gb:outpaint_custom:job-9"}
+    assert (await post(browser, "/api/button", pressed))[0] == 202
+    assert (await post(browser, "/api/command", {"text": "/settings"}))[0] == 202
+    opened = await core.wait_for_events(2)
+    values = {"prompt": "x", "zoom": "1"}
+    submits = [
+        {"custom_id": "gb:outpaint_custom:job-9", "values": values},
+        {"custom_id": "gb:settings:user", "values": values},
+    ]
+
+    await adapter.surface.forget_user(opened[0].user.id)
+
+    assert adapter.playground.store.get(ref.message_id) is not None
+    for submit in submits:
+        assert await post(browser, "/api/modal", submit) == (400, {"error": FORM_CLOSED})
+    assert (await post(browser, "/api/command", {"text": "/chat marker"}))[0] == 202
+    marker = (await core.wait_for_events(3))[2]
+    assert isinstance(marker, Command) and marker.text == "marker", core.events
+    assert (await post(browser, "/api/command", {"text": "/settings"}))[0] == 202
+    await core.wait_for_events(4)
+    assert (await post(browser, "/api/modal", submits[1]))[0] == 202
+    assert isinstance((await core.wait_for_events(5))[4], ModalSubmit)

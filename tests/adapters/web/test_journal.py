@@ -18,8 +18,8 @@ from aiohttp import ClientSession, CookieJar
 from yarl import URL
 
 from adapters.web import WebAdapter
-from adapters.web.journal import PlaygroundJournal, message_record, playground_path
-from adapters.web.messages import MessageStore, StoredFile, WebMessage
+from adapters.web.journal import PlaygroundJournal, playground_path
+from adapters.web.messages import MessageStore, StoredFile, WebMessage, message_record
 from adapters.web.settings import WebSettings
 from bot.kernel import (
     DATABASE_FULL_TEXT,
