@@ -19,9 +19,11 @@
   without a valid session gets 429 with ``Retry-After`` and starts nobody, while a browser that
   keeps its cookie is never refused. Dropping cookies thus buys at most that many fresh
   budgets an hour per address (per process; the newest 4096 addresses are remembered). The
-  address is the connection's: behind a reverse proxy every client shares the proxy's
-  (``X-Forwarded-For`` is not trusted), so the allowance is the proxy's to share. An API
-  client with the Bearer token and no session is the user ``web-api``.
+  address is the connection's, unless that is one of ``[web] trusted_proxies``: then it is
+  the right-most ``X-Forwarded-For`` entry that is not a trusted proxy (:func:`client_address`).
+  With none trusted (the default), ``X-Forwarded-For`` is ignored, and behind a reverse proxy
+  every client shares the proxy's allowance. An API client with the Bearer token and no
+  session is the user ``web-api``.
 - **Admins** are the users named in ``[web] admin_ids``. Nobody is an admin because of their
   address. ``genbot demo`` (``admin_link``) prints an admin link, ``/?admin=<random token>``:
   the browser that opens it becomes an admin (until the demo stops); everyone else is not.
@@ -41,7 +43,7 @@ from collections.abc import Callable
 from urllib.parse import urlsplit
 
 from adapters.hosts import HostName, allowed_hosts, host_allowed
-from adapters.web.settings import WebSettings
+from adapters.web.settings import WebSettings, proxy_network
 from bot.kernel import RateWindow
 
 SESSION_COOKIE = "genbot_session"
@@ -101,6 +103,13 @@ class Access:
         self.session_key = secrets.token_bytes(32)
         self.new_sessions_per_hour = settings.new_sessions_per_hour
         self._new_sessions = RateWindow(settings.new_sessions_per_hour, NEW_SESSION_WINDOW_SECONDS)
+        self.trusted_proxies = [
+            network
+            for entry in settings.trusted_proxies
+            if (network := proxy_network(entry)) is not None
+        ]
+        """The reverse proxies whose ``X-Forwarded-For`` is believed (``[web]
+        trusted_proxies``)."""
         self._token = settings.access_token.get_secret_value()
         public = urlsplit(settings.public_url.strip()).hostname if settings.public_url else None
         self._allowed = allowed_hosts(settings.allowed_hosts)
@@ -150,6 +159,11 @@ class Access:
         scheme, _, credentials = (authorization or "").partition(" ")
         return scheme.lower() == "bearer" and self.token_matches(credentials.strip())
 
+    def client_address(self, peer: str | None, forwarded_for: list[str]) -> str | None:
+        """Who sent a request that came from ``peer`` with these ``X-Forwarded-For`` headers
+        (see :func:`client_address`)."""
+        return client_address(peer, forwarded_for, self.trusted_proxies)
+
     # ----- sessions -----
 
     def new_session(self) -> str:
@@ -157,7 +171,7 @@ class Access:
         return self.cookie_for(secrets.token_urlsafe(18))
 
     def new_session_wait(self, remote: str | None) -> int:
-        """Count a new session for the client at ``remote`` (the connection's address) and
+        """Count a new session for the client at ``remote`` (:meth:`client_address`) and
         return 0; or, when that client has started ``[web] new_sessions_per_hour`` in the last
         hour, count nothing and return the whole seconds until it may start one."""
         if not self.new_sessions_per_hour:
@@ -195,6 +209,55 @@ class Access:
     def _mac(self, session_id: str) -> str:
         digest = hmac.new(self.session_key, session_id.encode(), hashlib.sha256).digest()
         return base64.urlsafe_b64encode(digest).decode()[:22]
+
+
+Network = ipaddress.IPv4Network | ipaddress.IPv6Network
+
+
+def client_address(
+    peer: str | None, forwarded_for: list[str], trusted: list[Network]
+) -> str | None:
+    """The client's address: ``peer`` (the connection's), unless it is in ``trusted`` (a
+    reverse proxy's): then, reading the ``X-Forwarded-For`` entries (``forwarded_for``: its
+    headers in order, each a comma-separated list) from the right, the first that is not in
+    ``trusted`` (each proxy appends whom it heard from; what a client wrote itself stands to
+    the left of what the trusted proxies appended, so it is never believed). When every entry
+    is trusted, the left-most; when that entry is not an address (a proxy wrote ``unknown``),
+    or there is none, ``peer``."""
+    if not trusted or not _trusted(_address(peer), trusted):
+        return peer
+    hops = [hop.strip() for header in forwarded_for for hop in header.split(",") if hop.strip()]
+    for hop in reversed(hops):
+        address = _address(hop)
+        if address is None:
+            return peer
+        if not _trusted(address, trusted):
+            return str(address)
+    first = _address(hops[0]) if hops else None
+    return peer if first is None else str(first)
+
+
+def _address(value: str | None) -> ipaddress.IPv4Address | ipaddress.IPv6Address | None:
+    """The address ``value`` names (an IPv4-mapped IPv6 one as IPv4; a port after it, as some
+    proxies write, left out), or None."""
+    text = (value or "").strip()
+    if text.startswith("["):
+        text = text[1:].partition("]")[0]
+    elif text.count(":") == 1:
+        text = text.partition(":")[0]
+    try:
+        address = ipaddress.ip_address(text)
+    except ValueError:
+        return None
+    if isinstance(address, ipaddress.IPv6Address) and address.ipv4_mapped is not None:
+        return address.ipv4_mapped
+    return address
+
+
+def _trusted(
+    address: ipaddress.IPv4Address | ipaddress.IPv6Address | None, trusted: list[Network]
+) -> bool:
+    return address is not None and any(address in network for network in trusted)
 
 
 def client_key(remote: str | None) -> str:

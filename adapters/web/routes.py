@@ -163,7 +163,8 @@ def _new_session_refusal(request: web.Request, access: Access) -> web.Response |
     or its client may start one (which is counted); else a 429 that says when to retry."""
     if not _page_load(request) or access.session_of(request.cookies.get(SESSION_COOKIE)):
         return None
-    wait = access.new_session_wait(request.remote)
+    client = access.client_address(request.remote, request.headers.getall("X-Forwarded-For", []))
+    wait = access.new_session_wait(client)
     if not wait:
         return None
     refused(request, "too many new sessions from one address")

@@ -2,7 +2,10 @@
 
 from __future__ import annotations
 
-from pydantic import Field, SecretStr
+import ipaddress
+
+from pydantic import Field, SecretStr, field_validator
+from pydantic_core import PydanticCustomError
 
 from bot.kernel import Address, Section
 
@@ -16,7 +19,9 @@ class WebSettings(Section):
     keeps its latest ``messages_per_channel`` messages; a shared channel (not a DM, nor a
     default one) no message was made in for ``channel_idle_days`` goes with its messages (0:
     kept). One client address (an IPv6 one by its /64) starts at most ``new_sessions_per_hour``
-    identities (0: no limit).
+    identities (0: no limit). ``trusted_proxies`` (addresses or CIDR networks) are the reverse
+    proxies whose ``X-Forwarded-For`` says who the client is (see
+    :func:`adapters.web.access.client_address`); none by default.
     """
 
     enabled: bool = False
@@ -30,3 +35,33 @@ class WebSettings(Section):
     messages_per_channel: int = Field(default=500, ge=10, le=100_000)
     channel_idle_days: int = Field(default=30, ge=0)
     new_sessions_per_hour: int = Field(default=5, ge=0)
+    trusted_proxies: list[str] = Field(default_factory=list)
+
+    @field_validator("trusted_proxies")
+    @classmethod
+    def _networks(cls, entries: list[str]) -> list[str]:
+        wrong = [str(n) for n, entry in enumerate(entries, 1) if proxy_network(entry) is None]
+        if wrong:
+            many = len(wrong) > 1
+            problem = (
+                "are not IP addresses or networks" if many else "is not an IP address or network"
+            )
+            raise PydanticCustomError(
+                "trusted_proxies",
+                "{which} of {count}: write each as an address (10.0.0.5, ::1) or a CIDR"
+                " network (10.0.0.0/8, fd00::/8)",
+                {
+                    "which": f"{'entries' if many else 'entry'} {', '.join(wrong)}",
+                    "count": f"{len(entries)} {problem}",
+                },
+            )
+        return entries
+
+
+def proxy_network(entry: str) -> ipaddress.IPv4Network | ipaddress.IPv6Network | None:
+    """The network a ``[web] trusted_proxies`` entry names (an address: just it), or None when
+    it names none."""
+    try:
+        return ipaddress.ip_network(entry.strip(), strict=False)
+    except ValueError:
+        return None

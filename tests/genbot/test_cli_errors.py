@@ -382,3 +382,17 @@ def test_a_pattern_from_the_environment_names_its_variable(tmp_path: Path) -> No
         "Error: invalid configuration: [moderation] patterns (GENBOT_MODERATION__PATTERNS): "
         "category 'x', pattern 'a(?<=b)': genbot runs patterns on RE2"
     )
+
+
+def test_a_trusted_proxy_that_is_no_address_stops_the_start_naming_the_entry(
+    tmp_path: Path,
+) -> None:
+    config = tmp_path / "genbot.toml"
+    config.write_text('[web]\ntrusted_proxies = ["10.0.0.0/8", "proxy.lan"]\n', encoding="utf-8")
+    result = invoke("--config", str(config), "run", cwd=tmp_path)
+    assert result.exit_code == 1
+    assert error_lines(result) == [
+        "Error: invalid configuration: [web] trusted_proxies: entry 2 of 2 is not an IP address"
+        " or network: write each as an address (10.0.0.5, ::1) or a CIDR network (10.0.0.0/8,"
+        " fd00::/8)"
+    ]

@@ -11,13 +11,19 @@ from typing import Any
 
 import pytest
 from aiohttp import ClientSession, CookieJar
-from pydantic import SecretStr
+from pydantic import SecretStr, ValidationError
 
 from adapters import AdapterStartError
 from adapters.web import WebAdapter
-from adapters.web.access import ACCESS_COOKIE_SECONDS, Access, client_key, exposure_problem
+from adapters.web.access import (
+    ACCESS_COOKIE_SECONDS,
+    Access,
+    client_address,
+    client_key,
+    exposure_problem,
+)
 from adapters.web.routes import WRONG_ADMIN_LINK
-from adapters.web.settings import WebSettings
+from adapters.web.settings import WebSettings, proxy_network
 from bot.kernel import Command
 from storage import SqliteStore
 from tests.adapters.web.browser import chromium
@@ -260,6 +266,71 @@ def test_an_allowance_is_per_ipv4_address_and_per_ipv6_64() -> None:
     assert client_key("2001:db8:1:2::1") == "2001:db8:1:2::/64"
     assert client_key("2001:db8:1:3::1") != client_key("2001:db8:1:2::1")
     assert client_key(None) == "" and client_key("unix") == "unix"
+
+
+async def page_load_status(adapter: WebAdapter, forwarded_for: str | None) -> int:
+    """The status of a page load without a session that says it was forwarded for
+    ``forwarded_for`` (None: it says nothing)."""
+    headers = {} if forwarded_for is None else {"X-Forwarded-For": forwarded_for}
+    async with (
+        browser(adapter, load_page=False) as loader,
+        loader.get("/", headers=headers) as page,
+    ):
+        return page.status
+
+
+async def test_behind_a_trusted_proxy_each_forwarded_client_has_its_own_allowance() -> None:
+    """The connection comes from 127.0.0.1, a trusted proxy: the client is the right-most
+    address of ``X-Forwarded-For`` that is not one (what a client wrote itself before it is
+    never believed)."""
+    async with playground(
+        RecordingCore(), new_sessions_per_hour=1, trusted_proxies=["127.0.0.0/8", "10.0.0.2"]
+    ) as adapter:
+        assert await page_load_status(adapter, "198.51.100.7") == 200
+        assert await page_load_status(adapter, "198.51.100.7") == 429
+        assert await page_load_status(adapter, "203.0.113.1, 198.51.100.7") == 429
+        assert await page_load_status(adapter, "198.51.100.7, 10.0.0.2") == 429
+        assert await page_load_status(adapter, "198.51.100.8") == 200
+        assert await page_load_status(adapter, "198.51.100.7, 2001:db8::5") == 200
+
+
+@pytest.mark.parametrize("trusted", [[], ["10.0.0.0/8"]])
+async def test_x_forwarded_for_from_a_peer_that_is_no_trusted_proxy_is_ignored(
+    trusted: list[str],
+) -> None:
+    """Without ``[web] trusted_proxies``, or from a peer not among them, the client is the
+    connection's address whatever ``X-Forwarded-For`` says: a spoofed one buys no allowance."""
+    async with playground(
+        RecordingCore(), new_sessions_per_hour=1, trusted_proxies=trusted
+    ) as adapter:
+        assert await page_load_status(adapter, "198.51.100.7") == 200
+        assert await page_load_status(adapter, "198.51.100.8") == 429
+        assert await page_load_status(adapter, None) == 429
+
+
+def test_the_client_address_read_from_x_forwarded_for() -> None:
+    trusted = [proxy_network("10.0.0.0/8"), proxy_network("::1")]
+    networks = [network for network in trusted if network is not None]
+    assert client_address("10.1.2.3", ["192.0.2.1, 192.0.2.2"], networks) == "192.0.2.2"
+    assert client_address("10.1.2.3", ["192.0.2.1", "192.0.2.2, 10.9.9.9"], networks) == (
+        "192.0.2.2"
+    )
+    assert client_address("::ffff:10.1.2.3", ["[2001:db8::1]:443"], networks) == "2001:db8::1"
+    assert client_address("::1", ["192.0.2.9:5000"], networks) == "192.0.2.9"
+    assert client_address("10.1.2.3", ["10.4.4.4, 10.5.5.5"], networks) == "10.4.4.4"
+    assert client_address("10.1.2.3", ["unknown"], networks) == "10.1.2.3"
+    assert client_address("10.1.2.3", [], networks) == "10.1.2.3"
+    assert client_address("192.0.2.50", ["192.0.2.1"], networks) == "192.0.2.50"
+    assert client_address("10.1.2.3", ["192.0.2.1"], []) == "10.1.2.3"
+
+
+def test_trusted_proxies_are_addresses_or_networks() -> None:
+    assert WebSettings(trusted_proxies=["10.0.0.5", "fd00::/8"]).trusted_proxies == [
+        "10.0.0.5",
+        "fd00::/8",
+    ]
+    with pytest.raises(ValidationError, match="entries 1, 3 of 3 are not IP addresses"):
+        WebSettings(trusted_proxies=["proxy.lan", "::1", "10.0.0.0/33"])
 
 
 async def test_the_access_token_once_in_the_address_then_as_a_cookie_or_bearer() -> None:
