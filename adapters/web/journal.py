@@ -141,6 +141,11 @@ class PlaygroundJournal:
         told = Forgotten(user_id).text()
         return await self._history.forget_user(user_id, channel, notice=told)
 
+    async def forgotten_among(self, user_ids: list[str]) -> dict[str, float]:
+        """Which of ``user_ids`` another process forgot lately, each with when (see
+        :meth:`~adapters.web.ports.PlaygroundHistory.forgotten_among`)."""
+        return await self._history.forgotten_among(user_ids)
+
     async def claim_pending(self, accepted_before: float) -> list[str]:
         """The commands this process is to handle now (see
         :meth:`~adapters.web.ports.PlaygroundHistory.claim_pending_commands`)."""

@@ -10,8 +10,10 @@ here too; of any other, only its notice is read (:class:`adapters.web.notice.Not
 channel is listed, and marked unread when it is news). A message not held is read when it is
 asked for, and the first browser to watch a channel catches up on what it skipped there. A user
 another process forgets (``/forget-me``: :class:`adapters.web.forgotten.Forgotten`) is dropped
-from what this one holds too. The core writes here through
-:class:`adapters.web.surface.WebSurface`; users through the routes (:mod:`adapters.web.handlers`).
+from what this one holds too, with their open forms; when that notice was lost with the feed,
+the catch-up once following resumes drops it instead (:meth:`Playground._catch_up`). The core
+writes here through :class:`adapters.web.surface.WebSurface`; users through the routes
+(:mod:`adapters.web.handlers`).
 """
 
 from __future__ import annotations
@@ -145,8 +147,8 @@ class Playground:
         self.max_image_memory = max_image_memory
         self.messages_per_channel = messages_per_channel
         self.store = MessageStore(messages_per_channel, max_image_memory)
-        self.uploads = UploadCache(upload_cache_bytes)
-        self.downloads = UploadCache(DOWNLOADS_BYTES, max_per_user=DOWNLOADS_PER_USER)
+        self.uploads = UploadCache(upload_cache_bytes, clock=clock)
+        self.downloads = UploadCache(DOWNLOADS_BYTES, max_per_user=DOWNLOADS_PER_USER, clock=clock)
         """Files genbot hands a user (an export), each at a link for them only, for an hour."""
         self.hub = EventHub()
         self.history = history
@@ -183,7 +185,8 @@ class Playground:
         """When a notice of a channel (in :attr:`_skipped`) was last skipped: that channel is
         not quiet (:meth:`expire_quiet`) before its time."""
         self.url = ""
-        self._modals: dict[str, OrderedDict[str, PendingModal]] = {}
+        self._modals: dict[str, OrderedDict[str, tuple[PendingModal, float]]] = {}
+        """The forms shown to each user, by custom id, each with when (by :attr:`clock`)."""
         self._closed_forms: OrderedDict[tuple[str, str], None] = OrderedDict()
         """The forms dropped with what they were about (user and custom id): see
         :meth:`form_closed`."""
@@ -421,7 +424,8 @@ class Playground:
         a catch-up after it (no notice is skipped while it reads: :meth:`_follow` waits). Of the
         DMs it reads only the :data:`DMS_IN_MEMORY` a message was last saved in: a DM held and
         not among them is no longer held whole (it is read again when a browser watches it).
-        What the history lost meanwhile is dropped too (:meth:`_drop_lost`)."""
+        What the history lost meanwhile is dropped too (:meth:`_drop_lost`), and what this
+        process holds of the users forgotten meanwhile (:meth:`_forget_missed`)."""
         skips = self._skips
         versions = self.store.saved_versions()
         saved = await journal.load(self.max_image_memory, most_dms=DMS_IN_MEMORY)
@@ -430,6 +434,7 @@ class Playground:
             self._show_read(message, {k: f for k, f in saved.images.items() if k in keys})
         read_ids = {message.id for message in saved.messages}
         await self._drop_lost(journal, {m: v for m, v in versions.items() if m not in read_ids})
+        await self._forget_missed(journal)
         self._read_up_to(skips, list(self._skipped))
         read = {message.channel for message in saved.messages}
         held = set(self.store.dms())
@@ -453,6 +458,22 @@ class Playground:
         if lost:
             log.info("dropping %d playground messages the history lost meanwhile", len(lost))
         self._drop(lost)
+
+    async def _forget_missed(self, journal: PlaygroundJournal) -> None:
+        """Of the users this process holds files or forms for, drop what it held of those
+        another process forgot while following was down (their notice lost with the feed; the
+        history marks each forget for as long as a file is held): the uploads, exports and
+        forms it held before that forget, and what it shows them without having saved it.
+        What they made since stays."""
+        users = self.uploads.owners() | self.downloads.owners() | self._modals.keys()
+        if not users:
+            return
+        for user_id, at in (await journal.forgotten_among(sorted(users))).items():
+            self.uploads.forget(user_id, kept_before=at)
+            self.downloads.forget(user_id, kept_before=at)
+            self._close_forms_of(user_id, opened_before=at)
+            unsaved = self.store.about(user_id, dm_channel(user_id))
+            self._drop([m.id for m in unsaved if m.version == 0 and m.created < at])
 
     def _held_version(self, message_id: str) -> int | None:
         held = self.store.get(message_id)
@@ -728,34 +749,40 @@ class Playground:
         self._closed_forms.pop((user_id, pending.modal.custom_id), None)
         forms = self._modals.setdefault(user_id, OrderedDict())
         forms.pop(pending.modal.custom_id, None)
-        forms[pending.modal.custom_id] = pending
+        forms[pending.modal.custom_id] = (pending, self.clock())
         while len(forms) > MAX_PENDING_MODALS:
             forms.popitem(last=False)
 
     def pending_modal(self, user_id: str, custom_id: str) -> PendingModal | None:
         """The form ``custom_id`` shown to ``user_id``, while it waits for its submission."""
         forms = self._modals.get(user_id)
-        return forms.get(custom_id) if forms is not None else None
+        form = None if forms is None else forms.get(custom_id)
+        return None if form is None else form[0]
 
     def form_closed(self, user_id: str, custom_id: str) -> bool:
         """Whether the form ``custom_id`` shown to ``user_id`` was closed because what it was
         about was deleted (``/forget-me``): its submission is refused, told why."""
         return (user_id, custom_id) in self._closed_forms
 
-    def _close_forms_of(self, user_id: str) -> None:
+    def _close_forms_of(self, user_id: str, opened_before: float | None = None) -> None:
         """``user_id`` was forgotten: close the forms shown to them, and those naming them
         (their ``custom_id``: a form about them shown to an admin), so that none submitted
-        later makes what was deleted again."""
-        self._close_forms(
-            lambda owner, pending: owner == user_id or user_id in pending.modal.custom_id
-        )
+        later makes what was deleted again (with ``opened_before``, a forget learnt of late:
+        only those opened before it)."""
 
-    def _close_forms(self, closes: Callable[[str, PendingModal], bool]) -> None:
-        """Drop the pending forms ``closes`` picks (by their user and the form), remembering
-        them for :meth:`form_closed`."""
+        def closes(owner: str, pending: PendingModal, opened: float) -> bool:
+            if opened_before is not None and opened >= opened_before:
+                return False
+            return owner == user_id or user_id in pending.modal.custom_id
+
+        self._close_forms(closes)
+
+    def _close_forms(self, closes: Callable[[str, PendingModal, float], bool]) -> None:
+        """Drop the pending forms ``closes`` picks (by their user, the form and when it was
+        opened), remembering them for :meth:`form_closed`."""
         for owner, forms in list(self._modals.items()):
-            for custom_id, pending in list(forms.items()):
-                if closes(owner, pending):
+            for custom_id, (pending, opened) in list(forms.items()):
+                if closes(owner, pending, opened):
                     del forms[custom_id]
                     self._closed_forms.pop((owner, custom_id), None)
                     self._closed_forms[owner, custom_id] = None
@@ -794,7 +821,7 @@ class Playground:
         """Forget the messages ``message_ids`` held here (with the images only they showed),
         deleted from the browsers showing them, and close the forms opened from them; a
         channel left empty is let go."""
-        self._close_forms(lambda _, pending: pending.reply_to in message_ids)
+        self._close_forms(lambda _, pending, __: pending.reply_to in message_ids)
         for message_id in message_ids:
             message = self.store.remove(message_id)
             if message is not None:

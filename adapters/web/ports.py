@@ -127,6 +127,10 @@ class PlaygroundHistory(Protocol):
         more; what :meth:`about_user` found. The other processes are told ``user_id`` and
         ``notice`` with it (:meth:`playground_updates`)."""
 
+    async def forgotten_among(self, user_ids: Sequence[str]) -> dict[str, float]:
+        """Which of ``user_ids`` :meth:`forget_user` forgot lately (as long as the playground
+        holds a file for a user), each with when, where processes share the storage."""
+
     async def playground_message(
         self, message_id: str, *, with_images: bool = True
     ) -> tuple[StoredMessage, Sequence[StoredImage]] | None:

@@ -27,6 +27,8 @@ class UploadCacheFull(Exception):
 class _Kept:
     file: StoredFile
     expires_at: float
+    kept_at: float
+    """When it was kept, by the ``clock`` given."""
 
 
 class UploadCache:
@@ -39,11 +41,13 @@ class UploadCache:
         ttl: float = DEFAULT_TTL,
         max_per_user: int = 20,
         monotonic: Callable[[], float] = time.monotonic,
+        clock: Callable[[], float] = time.time,
     ) -> None:
         self.max_bytes = max_bytes
         self.ttl = ttl
         self.max_per_user = max_per_user
         self._monotonic = monotonic
+        self._clock = clock
         self._kept: OrderedDict[str, _Kept] = OrderedDict()
         self._kept_bytes = 0
         self._arriving = 0
@@ -80,7 +84,7 @@ class UploadCache:
         owner's oldest uploads go beyond ``max_per_user``."""
         upload_id = secrets.token_urlsafe(12)
         stored = StoredFile(safe_filename(filename), data, content_type, owner)
-        self._kept[upload_id] = _Kept(stored, self._monotonic() + self.ttl)
+        self._kept[upload_id] = _Kept(stored, self._monotonic() + self.ttl, self._clock())
         self._kept_bytes += stored.size
         mine = [key for key, kept in self._kept.items() if kept.file.owner == owner]
         for key in mine[: max(0, len(mine) - self.max_per_user)]:
@@ -102,11 +106,22 @@ class UploadCache:
         self._expire()
         return sum(1 for kept in self._kept.values() if kept.file.owner == owner)
 
-    def forget(self, owner: str) -> int:
-        """Drop every file kept for ``owner`` (``/forget-me``); how many went. Uploads still
-        arriving are theirs to add: one added later is a file the user sent after."""
+    def owners(self) -> set[str]:
+        """Whom files are kept for."""
         self._expire()
-        mine = [key for key, kept in self._kept.items() if kept.file.owner == owner]
+        return {kept.file.owner for kept in self._kept.values()}
+
+    def forget(self, owner: str, kept_before: float | None = None) -> int:
+        """Drop every file kept for ``owner`` (``/forget-me``; with ``kept_before``, by the
+        ``clock`` given, only those kept before: a forget learnt of late); how many went.
+        Uploads still arriving are theirs to add: one added later is a file the user sent
+        after."""
+        self._expire()
+        mine = [
+            key
+            for key, kept in self._kept.items()
+            if kept.file.owner == owner and (kept_before is None or kept.kept_at < kept_before)
+        ]
         for key in mine:
             self._drop(key)
         return len(mine)

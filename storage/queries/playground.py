@@ -7,6 +7,7 @@ for while one is under way go together in one transaction
 from __future__ import annotations
 
 import functools
+import hashlib
 import secrets
 from collections.abc import AsyncIterator, Callable, Mapping, Sequence
 from dataclasses import dataclass
@@ -136,6 +137,21 @@ SQL_NEW_KEY: Final = (
     " ON CONFLICT (name) DO NOTHING"
 )
 SQL_KEY: Final = "SELECT value FROM playground_meta WHERE name = 'session_key'"
+FORGOTTEN_MARK: Final = "forgotten "
+"""What the name of a forget's mark (:meth:`PlaygroundHistory.forget_user`) starts with."""
+FORGOTTEN_MARK_SECONDS: Final = 3600.0
+"""How long a forget's mark is kept: as long as the playground holds a file for a user (an
+upload not sent yet, an export to download), so a process that missed the forget's notice finds
+it for every file held at the forget."""
+SQL_MARK_FORGOTTEN: Final = (
+    "INSERT INTO playground_meta (name, value) VALUES (?, ?)"
+    " ON CONFLICT (name) DO UPDATE SET value = excluded.value"
+)
+SQL_FORGOTTEN_MARKS: Final = "SELECT name, value FROM playground_meta WHERE name IN ({})"
+SQL_DROP_FORGOTTEN_MARKS: Final = (
+    "DELETE FROM playground_meta WHERE name LIKE 'forgotten %' AND value < ?"
+)
+"""The marks made before a time (their value: the time, fixed-width, see :func:`mark_time`)."""
 SAVES_APART: Final = "\n"
 """Between the saves of a payload (a notice is one line: the playground's is compact JSON)."""
 PAYLOAD_MOST_BYTES: Final = 7000
@@ -298,10 +314,19 @@ class PlaygroundHistory:
         more; what :meth:`about_user` found, in the same transaction. Where processes share
         the database, the others are told with it (at its commit, whatever it found: they may
         hold more of the user than the history does), as of a save: ``user_id`` where a save
-        tells the message's id, and ``notice`` (:meth:`playground_updates`)."""
+        tells the message's id, and ``notice`` (:meth:`playground_updates`); and the forget is
+        marked, under a name derived from ``user_id`` (:func:`forgotten_mark`), for
+        :data:`FORGOTTEN_MARK_SECONDS`, for a process that misses the notice
+        (:meth:`forgotten_among`; the marks older go with it, and at the hourly purge)."""
 
         async def work(tx: Session) -> tuple[list[str], list[str]]:
             about = await _about_user(tx, user_id, channel)
+            if tx.dialect.shared:
+                now = self.clock()
+                await tx.execute(
+                    SQL_DROP_FORGOTTEN_MARKS, (mark_time(now - FORGOTTEN_MARK_SECONDS),)
+                )
+                await tx.execute(SQL_MARK_FORGOTTEN, (forgotten_mark(user_id), mark_time(now)))
             if about[0]:
                 ids = about[0]
                 for start in range(0, len(ids), MESSAGES_PER_QUERY):
@@ -316,6 +341,23 @@ class PlaygroundHistory:
             return about
 
         return await self.db.transaction(work, repeatable=True)
+
+    async def forgotten_among(self, user_ids: Sequence[str]) -> dict[str, float]:
+        """Which of ``user_ids`` were forgotten (:meth:`forget_user`) in the last
+        :data:`FORGOTTEN_MARK_SECONDS`, each with when (the latest forget), where processes
+        share the database (nothing where one process has it: it missed no notice)."""
+        if not self.db.dialect.shared or not user_ids:
+            return {}
+        whose = {forgotten_mark(user_id): user_id for user_id in user_ids}
+        names, found = list(whose), {}
+        since = mark_time(self.clock() - FORGOTTEN_MARK_SECONDS)
+        for start in range(0, len(names), MESSAGES_PER_QUERY):
+            chunk = names[start : start + MESSAGES_PER_QUERY]
+            rows = await self.db.fetch_all(SQL_FORGOTTEN_MARKS.format(marks(len(chunk))), chunk)
+            for row in rows:
+                if str(row["value"]) >= since:
+                    found[whose[str(row["name"])]] = int(row["value"]) / 1000
+        return found
 
     async def expire_playground_channels(
         self, made_before: float, *, dm_prefix: str, spared: Sequence[str] = ()
@@ -432,6 +474,19 @@ class PlaygroundHistory:
                 message_id, _, told = save.partition(" ")
                 if message_id:
                     yield message_id, told
+
+
+def forgotten_mark(user_id: str) -> str:
+    """The name a forget of ``user_id`` is marked under: :data:`FORGOTTEN_MARK` and the first
+    32 hex digits of the SHA-256 of their id (no id is kept)."""
+    digest = hashlib.sha256(f"playground:{user_id}".encode()).hexdigest()
+    return FORGOTTEN_MARK + digest[:32]
+
+
+def mark_time(when: float) -> str:
+    """``when`` as a mark's value: whole milliseconds, 16 digits, so that their text orders as
+    their times do."""
+    return f"{max(0, round(when * 1000)):016d}"
 
 
 def packed(origin: str, saves: Sequence[tuple[str, str]]) -> list[str]:

@@ -19,6 +19,7 @@ from dataclasses import dataclass
 from typing import Final
 
 from storage.queries.base import Clock
+from storage.queries.playground import FORGOTTEN_MARK_SECONDS, SQL_DROP_FORGOTTEN_MARKS, mark_time
 from storage.queries.user_data import IS_DONE, SQL_BANNED_UNTIL, SQL_RUNNING, USER_DATA, Whose
 from storage.records.retention import Cutoffs, KeptAbout, Purged
 from storage.records.usage import still_counting, utc_day
@@ -228,13 +229,16 @@ class Retention:
     async def _fold_kept(self, now: float) -> None:
         """Fold the usage ``/forget-me`` kept under :func:`erased_name` that no budget's window
         counts any more into anonymous totals, as it folds older usage, and drop the refused
-        prompts it kept of a day that is over."""
+        prompts it kept of a day that is over, and the playground's marks of its forgets older
+        than :data:`~storage.queries.playground.FORGOTTEN_MARK_SECONDS`."""
 
         async def work(tx: Session) -> None:
             past = (still_counting(now),)
             await tx.execute(SQL_FOLD_SPENT, past)
             await tx.execute(SQL_DROP_SPENT, past)
             await tx.execute(SQL_DROP_OFFENCES, (utc_day(now),))
+            marked_before = mark_time(now - FORGOTTEN_MARK_SECONDS)
+            await tx.execute(SQL_DROP_FORGOTTEN_MARKS, (marked_before,))
 
         await self.db.transaction(work, repeatable=True)
 

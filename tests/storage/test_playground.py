@@ -779,3 +779,36 @@ async def test_a_forget_tells_the_other_processes_with_its_deletion(
         ("web-bob", '{"k":"forgotten"}'),
         ("m2", ""),
     ]
+
+
+async def test_a_forget_is_marked_for_an_hour_for_the_processes_that_miss_its_notice(
+    store: Store, other_store: Store, clock: ManualClock
+) -> None:
+    """Where processes share the database, a forget is marked under a name derived from the
+    user's id (never the id) for as long as the playground holds a file, so a process whose
+    feed was down finds whom it forgot and when; a later forget of them moves the time. With
+    one process (SQLite) nobody misses a notice, and nothing is marked."""
+    ann, bob = "web-ann00000000000000000000", "web-bob00000000000000000000"
+    await store.playground.forget_user(ann, "dm-ann")
+    if not store.db.dialect.shared:
+        assert await other_store.playground.forgotten_among([ann]) == {}
+        assert await store.db.fetch_all("SELECT name FROM playground_meta") == []
+        return
+    forgot_at = clock()
+    found = await other_store.playground.forgotten_among([ann, bob])
+    assert found == {ann: pytest.approx(forgot_at, abs=0.001)}
+    names = [
+        str(row["name"]) for row in await store.db.fetch_all("SELECT name FROM playground_meta")
+    ]
+    assert len(names) == 1 and ann not in names[0] and ann.removeprefix("web-") not in names[0]
+
+    clock.advance(600)
+    await store.playground.forget_user(ann, "dm-ann")
+    assert await other_store.playground.forgotten_among([ann]) == {
+        ann: pytest.approx(forgot_at + 600, abs=0.001)
+    }
+    clock.advance(3601)
+    assert await other_store.playground.forgotten_among([ann]) == {}
+    await store.playground.forget_user(bob, "dm-bob")
+    rows = await store.db.fetch_all("SELECT name FROM playground_meta")
+    assert len(rows) == 1

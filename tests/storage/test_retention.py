@@ -286,3 +286,19 @@ async def test_the_purge_forgets_the_write_probes_of_processes_gone_for_a_day(
     assert await store.retention.purge(Cutoffs(None, None, None)) is not None
     rows = await store.db.fetch_all("SELECT process_id FROM storage_probes")
     assert [row["process_id"] for row in rows] == [store.owner.process_id]
+
+
+async def test_the_purge_drops_the_playground_s_marks_of_forgets_past_an_hour(
+    store: Store, clock: ManualClock
+) -> None:
+    """A forget's mark (for the processes that missed its notice) is kept no longer than it
+    serves, even when no later forget sweeps it."""
+    await store.playground.forget_user("web-ann00000000000000000000", "dm-ann")
+    marks = "SELECT name FROM playground_meta WHERE name LIKE 'forgotten %'"
+    assert len(await store.db.fetch_all(marks)) == (1 if store.db.dialect.shared else 0)
+    assert await store.retention.purge(Cutoffs(None, None, None)) is not None
+    assert len(await store.db.fetch_all(marks)) == (1 if store.db.dialect.shared else 0)
+
+    clock.advance(3601)
+    assert await store.retention.purge(Cutoffs(None, None, None)) is not None
+    assert await store.db.fetch_all(marks) == []

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import time
 from collections.abc import AsyncIterator, Awaitable, Callable
 from contextlib import asynccontextmanager
 from functools import partial
@@ -72,12 +73,20 @@ or a timer; a loaded machine can delay either)."""
 
 
 @asynccontextmanager
-async def process(url: str, *, messages_per_channel: int = 500) -> AsyncIterator[WebAdapter]:
-    """One genbot process's playground on the shared database."""
+async def process(
+    url: str, *, messages_per_channel: int = 500, server_clock: bool = False
+) -> AsyncIterator[WebAdapter]:
+    """One genbot process's playground on the shared database (``server_clock``: on the
+    store's clock, the database server's, as genbot composes it; else this host's)."""
     async with await PostgresStore.open(url, pool_size=2) as store:
         core = RecordingCore()
         settings = WebSettings(host="127.0.0.1", port=0, messages_per_channel=messages_per_channel)
-        adapter = WebAdapter(settings, history=store.playground, keepalive_seconds=0.1)
+        adapter = WebAdapter(
+            settings,
+            history=store.playground,
+            keepalive_seconds=0.1,
+            clock=store.clock if server_clock else time.time,
+        )
         core.surface = adapter.surface
         await adapter.start(FakeRouter(core, [adapter.surface]))
         try:
@@ -1484,6 +1493,20 @@ class FeedHeldDown(CountingDatabase):
             yield payload
 
 
+async def cut_and_held_down(url: str, second: WebAdapter) -> FeedHeldDown:
+    """Cut every process's feed, and hold ``second``'s down (until the returned feed's
+    :attr:`~FeedHeldDown.up` is set); returns once the other one follows again."""
+    history_of_second = second.playground.history
+    assert isinstance(history_of_second, PlaygroundHistory)
+    feed = FeedHeldDown(history_of_second.db)
+    history_of_second.db = feed
+    before = feed_failures()
+    cut_following(url)
+    await eventually(lambda: feed_failures() == before + 2, ACROSS_PROCESSES)
+    await eventually(lambda: listening(url) == 1, ACROSS_PROCESSES)
+    return feed
+
+
 async def test_a_user_forgotten_while_a_process_s_feed_was_down_is_dropped_when_it_resumes(
     postgres: PostgresCluster, monkeypatch: pytest.MonkeyPatch
 ) -> None:
@@ -1496,14 +1519,7 @@ async def test_a_user_forgotten_while_a_process_s_feed_was_down_is_dropped_when_
     ann = User("web-ann000000000", "Ann")
     async with process(url) as first, process(url) as second, watching(second) as stream:
         mine, key = await anns_fox_held_by_second(first, second, ann)
-        history_of_second = second.playground.history
-        assert isinstance(history_of_second, PlaygroundHistory)
-        feed = FeedHeldDown(history_of_second.db)
-        history_of_second.db = feed
-        before = feed_failures()
-        cut_following(url)
-        await eventually(lambda: feed_failures() == before + 2, ACROSS_PROCESSES)
-        await eventually(lambda: listening(url) == 1, ACROSS_PROCESSES)
+        feed = await cut_and_held_down(url, second)
 
         await first.surface.forget_user(ann.id)
         assert texts(second) == ["a fox by Ann", "a hare"]
@@ -1546,3 +1562,45 @@ async def test_a_message_naming_a_forgotten_user_only_in_its_thread_s_name_is_dr
         custom_id = form.modal.custom_id
         assert second.playground.pending_modal(ann.id, custom_id) is None
         assert second.playground.form_closed(ann.id, custom_id)
+
+
+async def test_the_files_and_forms_of_a_user_forgotten_while_a_feed_was_down_go_when_it_resumes(
+    postgres: PostgresCluster, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The second process holds Ann's upload not sent yet, her export to download, her form
+    and a private note to her it never saved, and Bob's upload; its feed is held down while
+    the first forgets Ann, and Ann uploads again there meanwhile. Once following resumes, it
+    finds the forget marked in the history and drops what it held of Ann before it; her
+    upload after it and Bob's stay."""
+    monkeypatch.setattr(playground, "FOLLOW_RETRY_SECONDS", 2.0)
+    url = postgres.create_schema()
+    ann, bob = User("web-ann000000000", "Ann"), User("web-bob000000000", "Bob")
+    async with (
+        process(url, server_clock=True) as first,
+        process(url, server_clock=True) as second,
+    ):
+        held = second.playground
+        held.uploads.add(ann.id, "fox.png", png(), "image/png")
+        held.downloads.add(ann.id, "jobs.zip", b"PK", "application/zip")
+        held.uploads.add(bob.id, "hare.png", png(), "image/png")
+        form = PendingModal(zoom_modal("settings", "user"), PLACE, None)
+        held.remember_modal(ann.id, form)
+        note = WebMessage(
+            held.store.new_id(), "general", None, "ephemeral", BOT_AUTHOR, text="only Ann",
+            visible_to=ann.id, created=held.clock(),
+        )  # fmt: skip
+        held.show_unkept(note)
+        feed = await cut_and_held_down(url, second)
+
+        await first.surface.forget_user(ann.id)
+        after, _ = held.uploads.add(ann.id, "after.png", png(), "image/png")
+        assert held.uploads.owned_by(ann.id) == 2
+        feed.up.set()
+
+        await eventually(lambda: held.uploads.owned_by(ann.id) == 1, ACROSS_PROCESSES)
+        assert held.uploads.get(after, ann.id) is not None
+        assert held.downloads.owned_by(ann.id) == 0
+        assert held.uploads.owned_by(bob.id) == 1
+        assert held.pending_modal(ann.id, form.modal.custom_id) is None
+        assert held.form_closed(ann.id, form.modal.custom_id)
+        assert held.store.get(note.id) is None

@@ -9,6 +9,7 @@ import pytest
 from aiohttp import ClientSession, FormData
 
 from adapters.web import WebAdapter
+from adapters.web.uploads import UploadCache
 from bot.kernel import Attachment, Command, ImageFile, OutMessage, Place, UserMessage
 from tests.adapters.web.conftest import DOCUMENT_LIMIT, UPLOAD_LIMIT
 from tests.adapters.web.fakes import RecordingCore, history, png, post, upload
@@ -254,3 +255,17 @@ async def test_download_returns_the_bytes_the_playground_holds(
     assert await adapter.surface.download(held) == image
     by_url = Attachment(filename=held.filename, url=held.url)
     assert await adapter.surface.download(by_url) == image
+
+
+def test_a_forget_learnt_of_late_drops_only_the_files_kept_before_it() -> None:
+    now = [100.0]
+    cache = UploadCache(1024, clock=lambda: now[0])
+    before, _ = cache.add("web-ann", "fox.png", b"fox", "image/png")
+    cache.add("web-bob", "owl.png", b"owl", "image/png")
+    now[0] = 200.0
+    after, _ = cache.add("web-ann", "hare.png", b"hare", "image/png")
+
+    assert cache.owners() == {"web-ann", "web-bob"}
+    assert cache.forget("web-ann", kept_before=150.0) == 1
+    assert cache.get(before, "web-ann") is None and cache.get(after, "web-ann") is not None
+    assert cache.owned_by("web-bob") == 1
